@@ -1,0 +1,17 @@
+# Every dependency comes from a Debian package (scripts/install-deps.sh).
+# Nothing is vendored or downloaded at build time.
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+find_package(GTest REQUIRED)
+find_package(benchmark REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(tomlplusplus REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(ZLIB REQUIRED)
+
+if(SERENE_WITH_TORCH)
+  find_package(Torch REQUIRED)
+  find_package(Gloo REQUIRED)
+endif()

@@ -1,0 +1,87 @@
+// Counters of the data plane: why packets were dropped or refused, and what
+// each job and worker did. Like a P4 counter array indexed by reason: every
+// early exit of the pipeline increments exactly one reason.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "proto/codec.h"
+
+namespace serene::dataplane {
+
+// What Process() did with a packet.
+enum class Verdict : uint8_t {
+  kReplied,   // answered (JOIN_ACK, READ_REPLY, RELEASE, NACK, LEAVE)
+  kApplied,   // INC added to the table (no reply)
+  kWaiting,   // CLOCK accepted; the worker waits for its RELEASE
+  kRefused,   // authenticated but refused: ERROR sent, nothing changed
+  kDropped,   // dropped silently (bad packet, stranger, INC refused), nothing changed
+};
+
+// Why a packet was dropped or refused. kNone for packets that were served.
+// Packets failing magic/version/op/length are counted as proto::ParseError.
+enum class DropReason : uint8_t {
+  kNone = 0,
+  kParse,           // see the ParseError counters
+  kNotRequest,      // a reply op (JOIN_ACK, READ_REPLY, ...) sent to the switch
+  kUnknownJob,      // no such job
+  kBadKey,          // wrong key for the job
+  kBadRank,         // worker >= N
+  kNotJoined,       // rank never sent JOIN
+  kWrongSource,     // rank joined from another address
+  kEvicted,         // rank was evicted or left
+  kBadRow,          // row index out of range
+  kBadRowLength,    // INC count != the row's length
+  kBadRowCount,     // CLOCK announces more rows than the job has
+  kBadCount,        // JOIN/READ/CLOCK/LEAVE carrying values
+  kBadClock,        // CLOCK/READ for a clock that is neither current nor last completed
+  kNotReleased,     // READ while waiting for RELEASE
+  kIncStale,        // INC for a clock the worker already completed (late duplicate)
+  kIncEarly,        // INC for a clock the worker is not in yet
+  kIncDuplicate,    // INC row already applied at this clock
+  kIncSeedNotRank0, // INC at clock 0 from a rank other than 0
+  kClockEarly,      // CLOCK for the next clock while still waiting
+  kClockWaiting,    // retransmitted CLOCK while waiting (no reply, by design)
+  kCount_,
+};
+inline constexpr size_t kNumDropReasons = static_cast<size_t>(DropReason::kCount_);
+
+std::string_view DropReasonName(DropReason r);
+
+// Counters of one rank.
+struct WorkerCounters {
+  uint64_t joins = 0;
+  uint64_t reads = 0;
+  uint64_t incs_applied = 0;
+  uint64_t incs_duplicate = 0;  // INC rows already applied (retransmissions)
+  uint64_t clocks = 0;          // CLOCKs that completed a clock
+  uint64_t nacks = 0;
+  uint64_t releases = 0;
+  uint64_t errors = 0;          // ERROR replies sent to this rank
+  uint64_t wait_ns = 0;         // total time between completing a clock and its RELEASE
+};
+
+// Counters of one job.
+struct JobCounters {
+  std::array<uint64_t, proto::kMaxOp + 1> rx_by_op = {};  // authenticated packets, by op
+  std::array<uint64_t, kNumDropReasons> drops = {};       // by reason
+  uint64_t saturations = 0;  // additions clamped to int32 range
+  uint64_t folds = 0;        // pending rows folded into the visible model
+  uint64_t releases = 0;
+  uint64_t nacks = 0;
+  uint64_t errors = 0;
+  uint64_t swaps = 0;        // policy bank flips
+};
+
+// Counters of packets that could not be attributed to a job.
+struct GlobalCounters {
+  uint64_t packets = 0;
+  std::array<uint64_t, proto::kNumParseErrors> parse_errors = {};
+  uint64_t unknown_job = 0;
+  uint64_t not_request = 0;
+  uint64_t bad_key = 0;
+};
+
+}  // namespace serene::dataplane

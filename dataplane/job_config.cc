@@ -1,0 +1,143 @@
+#include "dataplane/job_config.h"
+
+#include <algorithm>
+#include <charconv>
+#include <string>
+
+namespace serene::dataplane {
+namespace {
+
+bool ParseU64(std::string_view s, uint64_t* out) {
+  if (s.empty()) return false;
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    s.remove_prefix(2);
+    base = 16;
+  }
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out, base);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+std::string Range(uint64_t lo, uint64_t hi) {
+  return std::to_string(lo) + ".." + std::to_string(hi);
+}
+
+}  // namespace
+
+bool ParseUint32(std::string_view text, uint32_t* out) {
+  uint64_t v = 0;
+  if (!ParseU64(text, &v) || v > 0xFFFFFFFFull) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+bool ParseScale(std::string_view text, uint32_t* log2_out) {
+  uint64_t v = 0;
+  if (text.starts_with("2^")) {
+    if (!ParseU64(text.substr(2), &v) || v < 1 || v > 30) return false;
+    *log2_out = static_cast<uint32_t>(v);
+    return true;
+  }
+  if (!ParseU64(text, &v) || v < 2 || v > (1ull << 30) || (v & (v - 1)) != 0) return false;
+  *log2_out = static_cast<uint32_t>(std::countr_zero(v));
+  return true;
+}
+
+Status JobConfig::Validate() const {
+  if (id == 0) return Status::InvalidArgument("job id 0 is reserved; use 1..65535");
+  if (workers < 1 || workers > kMaxWorkers) {
+    return Status::InvalidArgument("job " + std::to_string(id) + ": workers=" +
+                                   std::to_string(workers) + " out of range " +
+                                   Range(1, kMaxWorkers));
+  }
+  if (elements < 1 || elements > kMaxElements) {
+    return Status::InvalidArgument("job " + std::to_string(id) + ": elements=" +
+                                   std::to_string(elements) + " out of range " +
+                                   Range(1, kMaxElements));
+  }
+  if (row_width < 1 || row_width > kMaxRowWidth) {
+    return Status::InvalidArgument("job " + std::to_string(id) + ": row=" +
+                                   std::to_string(row_width) + " out of range " +
+                                   Range(1, kMaxRowWidth) + " (values per datagram)");
+  }
+  if (scale_log2 < 1 || scale_log2 > 30) {
+    return Status::InvalidArgument("job " + std::to_string(id) + ": scale=2^" +
+                                   std::to_string(scale_log2) + " out of range 2^1..2^30");
+  }
+  if (policy.quorum == 0) {
+    return Status::InvalidArgument("job " + std::to_string(id) + ": quorum must be at least 1");
+  }
+  return Status::Ok();
+}
+
+Result<JobConfig> JobConfig::ParseSpec(std::string_view spec) {
+  JobConfig c;
+  bool have_id = false, have_workers = false, have_elements = false;
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument(
+        "bad job spec '" + std::string(spec) + "': " + why +
+        " (expected id=J,workers=N,elements=E[,row=R][,scale=2^B][,key=K][,policy=P])");
+  };
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t end = spec.find(',', start);
+    if (end == std::string_view::npos) end = spec.size();
+    std::string_view kv = spec.substr(start, end - start);
+    start = end + 1;
+    if (kv.empty()) continue;
+    size_t eq = kv.find('=');
+    if (eq == std::string_view::npos) return bad("'" + std::string(kv) + "' is not key=value");
+    std::string_view key = kv.substr(0, eq), val = kv.substr(eq + 1);
+    uint64_t v = 0;
+    uint32_t v32 = 0;
+    if (key == "id") {
+      if (!ParseU64(val, &v) || v < 1 || v > 65535) return bad("id must be 1..65535");
+      c.id = static_cast<uint16_t>(v);
+      have_id = true;
+    } else if (key == "workers") {
+      if (!ParseU64(val, &v) || v > kMaxWorkers || v < 1) {
+        return bad("workers must be " + Range(1, kMaxWorkers));
+      }
+      c.workers = static_cast<uint32_t>(v);
+      have_workers = true;
+    } else if (key == "elements") {
+      if (!ParseU64(val, &v) || v < 1 || v > kMaxElements) {
+        return bad("elements must be " + Range(1, kMaxElements));
+      }
+      c.elements = v;
+      have_elements = true;
+    } else if (key == "row") {
+      if (!ParseU64(val, &v) || v < 1 || v > kMaxRowWidth) {
+        return bad("row must be " + Range(1, kMaxRowWidth));
+      }
+      c.row_width = static_cast<uint32_t>(v);
+    } else if (key == "scale") {
+      if (!ParseScale(val, &c.scale_log2)) {
+        return bad("scale must be a power of two 2^1..2^30, written 2^24 or 16777216");
+      }
+    } else if (key == "key") {
+      if (!ParseUint32(val, &v32)) return bad("key must be a 32-bit decimal or 0x-hex number");
+      c.key = v32;
+    } else if (key == "policy") {
+      auto p = BarrierParams::Parse(val);
+      if (!p.ok()) return bad(p.status().message());
+      c.policy = *p;
+    } else {
+      return bad("unknown field '" + std::string(key) + "'");
+    }
+  }
+  if (!have_id) return bad("missing id");
+  if (!have_workers) return bad("missing workers");
+  if (!have_elements) return bad("missing elements");
+  Status s = c.Validate();
+  if (!s.ok()) return s;
+  return c;
+}
+
+std::string JobConfig::ToString() const {
+  return "id=" + std::to_string(id) + ",workers=" + std::to_string(workers) +
+         ",elements=" + std::to_string(elements) + ",row=" + std::to_string(row_width) +
+         ",scale=2^" + std::to_string(scale_log2) + ",policy=" + policy.ToString();
+}
+
+}  // namespace serene::dataplane

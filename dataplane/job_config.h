@@ -1,0 +1,48 @@
+// JobConfig: the geometry, key and initial policy of one aggregation job,
+// fixed at job creation (static `--job` specs, the TOML config or the
+// runtime API all produce one).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "dataplane/barrier_params.h"
+#include "dataplane/consts.h"
+
+namespace serene::dataplane {
+
+struct JobConfig {
+  uint16_t id = 0;                         // 1..65535
+  uint32_t workers = 0;                    // N ranks, 1..kMaxWorkers
+  uint64_t elements = 0;                   // model size in int32 values, 1..kMaxElements
+  uint32_t row_width = kDefaultRowWidth;   // R values per row, 1..kMaxRowWidth
+  uint32_t scale_log2 = kDefaultScaleLog2;  // fixed point: value = round(x * 2^scale_log2)
+  uint32_t key = 0;                        // per-job secret carried by every packet
+  BarrierParams policy = BarrierParams::Sync();
+
+  uint32_t rows() const { return static_cast<uint32_t>((elements + row_width - 1) / row_width); }
+  // Number of values in row r (the last row may be short). REQUIRES: r < rows().
+  uint32_t RowLength(uint32_t r) const {
+    uint64_t start = uint64_t{r} * row_width;
+    return static_cast<uint32_t>(std::min<uint64_t>(row_width, elements - start));
+  }
+
+  // Checks every bound; the message names the field, the value and the range.
+  Status Validate() const;
+
+  // Parses "id=J,workers=N,elements=E[,row=R][,scale=S][,key=K][,policy=P]".
+  // S is a power of two written 2^B or in full (16777216); K is decimal or 0x-hex;
+  // P is a BarrierParams strategy (sync, ssp:W, async, quorum:K:L).
+  static Result<JobConfig> ParseSpec(std::string_view spec);
+  std::string ToString() const;
+};
+
+// Parses a decimal or 0x-hex unsigned 32-bit number (keys, ids). False if malformed.
+bool ParseUint32(std::string_view text, uint32_t* out);
+
+// Parses a fixed-point scale: "2^24", "16777216" (a power of two). Sets the exponent.
+bool ParseScale(std::string_view text, uint32_t* log2_out);
+
+}  // namespace serene::dataplane

@@ -1,0 +1,17 @@
+#include "dataplane/job_state.h"
+
+namespace serene::dataplane {
+
+JobState::JobState(const JobConfig& c)
+    : config(c),
+      rows(c.rows()),
+      visible(c.elements, 0),
+      pending(c.elements, 0),
+      pending_clock(rows, proto::kNoClock),
+      inc_tag(size_t{rows} * c.workers, proto::kNoClock),
+      workers(c.workers) {
+  banks[0] = PolicyBank{c.policy, 0};
+  banks[1] = PolicyBank{c.policy, 0};
+}
+
+}  // namespace serene::dataplane

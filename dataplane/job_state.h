@@ -1,0 +1,93 @@
+// JobState: every register of one job, allocated once at job creation.
+//
+// This is the data plane's state, declared in one place (like katran's
+// balancer_maps.h): the aggregation table (visible model + pending
+// accumulator + per-row clock tag), per-(worker,row) exactly-once tags,
+// per-worker registers, the barrier's waiting set, the two policy banks and
+// the counters. Sizes are fixed by the JobConfig; nothing grows on the packet
+// path. The stages (aggregation_table, barrier, policy_banks, membership)
+// are free functions over this struct, like P4 controls over registers.
+//
+// Thread safety: guarded by `mu`; the Pipeline takes it for every packet and
+// every control operation on the job.
+#pragma once
+
+#include <array>
+#include <bitset>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "dataplane/barrier_params.h"
+#include "dataplane/consts.h"
+#include "dataplane/counters.h"
+#include "dataplane/job_config.h"
+#include "proto/endpoint.h"
+#include "proto/packet.h"
+
+namespace serene::dataplane {
+
+// Registers of one rank.
+struct WorkerRegs {
+  uint32_t done = proto::kNoClock;  // last completed clock
+  bool released = true;       // in clock done+1 (false: waiting for RELEASE of `done`)
+  bool joined = false;        // has an address
+  bool live = true;           // counts in the barrier (false after evict/leave)
+  uint32_t rows_this_clock = 0;  // distinct INC rows applied at clock done+1
+  uint32_t release_epoch = 0;    // epoch of the bank that released `done`
+  Timestamp wait_since = 0;      // when `done` was completed (valid while !released)
+  Timestamp last_seen = 0;       // last authenticated packet
+  proto::Endpoint addr;          // learned at JOIN
+  WorkerCounters counters;
+};
+
+// One policy bank: barrier parameters and the epoch they were installed as.
+struct PolicyBank {
+  BarrierParams params;
+  uint32_t epoch = 0;
+};
+
+struct JobState {
+  explicit JobState(const JobConfig& c);
+  JobState(const JobState&) = delete;
+  JobState& operator=(const JobState&) = delete;
+
+  const JobConfig config;
+  const uint32_t rows;
+
+  // Aggregation table, element i of row r at r * row_width + i.
+  std::vector<int32_t> visible;         // the model readers see
+  std::vector<int32_t> pending;         // exact-mode INCs of clock pending_clock[r]
+  std::vector<uint32_t> pending_clock;  // per row; kNoClock = pending is empty
+  // inc_tag[w * rows + r]: the clock at which rank w's INC of row r was last applied.
+  std::vector<uint32_t> inc_tag;
+
+  std::vector<WorkerRegs> workers;
+  std::bitset<kMaxWorkers> waiting;  // ranks that completed `done` and wait for RELEASE
+
+  // Hot swap: banks[active] judges clocks < swap_clock (all clocks when no
+  // swap is pending); banks[active ^ 1] judges clocks >= swap_clock.
+  std::array<PolicyBank, 2> banks;
+  uint8_t active = 0;
+  bool swap_pending = false;
+  uint32_t swap_clock = 0;
+  uint32_t next_epoch = 1;
+  // Highest clock any rank has been released from (kNoClock: none yet).
+  uint32_t max_released = proto::kNoClock;
+
+  bool saturated = false;  // some addition was clamped
+  bool finished = false;   // a rank ended the job: every CLOCK is released
+
+  JobCounters counters;
+
+  // Scratch for the barrier's order statistics (no allocation per packet).
+  std::array<int64_t, kMaxWorkers> scratch = {};
+
+  mutable std::mutex mu;
+
+  uint32_t* TagsOf(uint32_t worker) { return inc_tag.data() + size_t{worker} * rows; }
+  int32_t* VisibleRow(uint32_t r) { return visible.data() + size_t{r} * config.row_width; }
+  int32_t* PendingRow(uint32_t r) { return pending.data() + size_t{r} * config.row_width; }
+};
+
+}  // namespace serene::dataplane

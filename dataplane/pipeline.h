@@ -1,0 +1,114 @@
+// Pipeline: the Serene switch data plane, a pure function over switch state.
+//
+//   Process(datagram, source, now, out) -> ProcessResult
+//
+// parses and authenticates a packet, runs it through the stages (membership,
+// aggregation table, barrier) of its job and appends the packets to emit to
+// `out`. It has no sockets, threads or clocks of its own: the same code runs
+// under the UDP daemon, under unit tests with hand-made packets and under a
+// virtual-time simulator. Per-packet work is bounded (one row, or one pass
+// over the job's ranks for a barrier decision) and independent of the number
+// of jobs; nothing is allocated on the packet path after job creation.
+//
+// Control operations (create/delete job, install a policy, evict a rank,
+// telemetry) are the runtime API's back end. Those that can release waiting
+// ranks take an Output too.
+//
+// Thread safety: every method is thread-safe. Jobs are independent: packets
+// of different jobs proceed in parallel, packets of one job are serialized by
+// the job's lock.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <span>
+#include <vector>
+
+#include "common/status.h"
+#include "dataplane/barrier_params.h"
+#include "dataplane/consts.h"
+#include "dataplane/counters.h"
+#include "dataplane/job_config.h"
+#include "dataplane/output.h"
+#include "dataplane/telemetry.h"
+#include "proto/codec.h"
+#include "proto/endpoint.h"
+
+namespace serene::dataplane {
+
+struct JobState;
+
+struct ProcessResult {
+  Verdict verdict = Verdict::kDropped;
+  DropReason reason = DropReason::kNone;            // for kRefused / kDropped
+  proto::ParseError parse_error = proto::ParseError::kOk;  // for DropReason::kParse
+};
+
+class Pipeline {
+ public:
+  Pipeline();
+  ~Pipeline();
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+
+  // Processes one datagram from `src` received at `now`.
+  // REQUIRES: out->HasRoomForProcess().
+  ProcessResult Process(std::span<const uint8_t> datagram, const proto::Endpoint& src,
+                        Timestamp now, Output* out);
+
+  // --- Control operations (the runtime API's back end) ---
+
+  // Creates a job; fails if the id exists, the config is invalid, or kMaxJobs are in use.
+  Status CreateJob(const JobConfig& config);
+  // Deletes a job and its state; packets for it are then dropped as unknown.
+  Status DeleteJob(uint16_t job);
+
+  // Installs `params` in the idle policy bank, effective for CLOCK(c) with
+  // c >= effective_clock (nullopt: as soon as possible, the clock after the
+  // highest already released). Fails if a previous change has not retired yet
+  // or effective_clock <= a clock already released. Waiting ranks that the
+  // change makes eligible are released into `out`.
+  Result<PolicyChange> SetPolicy(uint16_t job, const BarrierParams& params,
+                                 std::optional<uint32_t> effective_clock, Timestamp now,
+                                 Output* out);
+
+  // Removes a rank from the barrier (it stopped sending). It may JOIN again and
+  // resumes from the switch's model. Ranks the eviction unblocks are released.
+  Status Evict(uint16_t job, uint16_t worker, Timestamp now, Output* out);
+
+  // Ends the job: every waiting rank is released with the FINISHED flag and
+  // every later CLOCK is released at once.
+  Status Finish(uint16_t job, Timestamp now, Output* out);
+
+  Result<JobTelemetry> Telemetry(uint16_t job) const;
+  std::vector<uint16_t> JobIds() const;
+  GlobalCounters global_counters() const;
+
+  // The job's model as the live table holds it (visible + pending), for tests
+  // and checkpoints. Takes the job's lock; O(elements).
+  Result<std::vector<int32_t>> Model(uint16_t job) const;
+
+ private:
+  std::shared_ptr<JobState> Find(uint16_t job) const;
+
+  // Job id -> state: an exact-match table (65536 entries, like a P4 table
+  // keyed on the 16-bit job id). Guarded by table_mu_ for writers; readers on
+  // the packet path take it shared.
+  mutable std::shared_mutex table_mu_;
+  std::vector<std::shared_ptr<JobState>> jobs_;
+  size_t job_count_ = 0;
+
+  struct AtomicGlobals {
+    std::atomic<uint64_t> packets{0};
+    std::array<std::atomic<uint64_t>, proto::kNumParseErrors> parse_errors{};
+    std::atomic<uint64_t> unknown_job{0};
+    std::atomic<uint64_t> not_request{0};
+    std::atomic<uint64_t> bad_key{0};
+  };
+  AtomicGlobals globals_;
+};
+
+}  // namespace serene::dataplane

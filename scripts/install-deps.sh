@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs every Debian package Serene needs to build, test and run.
+# Idempotent: packages already present are left alone. Needs root (or sudo).
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config git
+  # test and benchmark frameworks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # libraries
+  libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  liburing-dev zlib1g-dev
+  liblua5.4-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libtorch-dev libgloo-dev
+  # data and plots
+  dataset-fashion-mnist gnuplot-nox
+  # network namespaces for multi-host tests
+  iproute2
+)
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  SUDO="sudo"
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages already installed"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "install-deps: done"
