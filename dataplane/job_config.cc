@@ -1,6 +1,7 @@
 #include "dataplane/job_config.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <string>
 

@@ -9,7 +9,8 @@ JobState::JobState(const JobConfig& c)
       pending(c.elements, 0),
       pending_clock(rows, proto::kNoClock),
       inc_tag(size_t{rows} * c.workers, proto::kNoClock),
-      workers(c.workers) {
+      workers(c.workers),
+      live_count(c.workers) {
   banks[0] = PolicyBank{c.policy, 0};
   banks[1] = PolicyBank{c.policy, 0};
 }

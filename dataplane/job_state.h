@@ -75,6 +75,12 @@ struct JobState {
   // Highest clock any rank has been released from (kNoClock: none yet).
   uint32_t max_released = proto::kNoClock;
 
+  // Barrier summary over live ranks, refreshed (O(N)) whenever a `done` or
+  // the membership changes, so the per-INC fold check is O(1).
+  uint32_t low_all = proto::kNoClock;  // slowest live rank's completed clock
+  uint32_t high = proto::kNoClock;     // fastest rank's completed clock
+  uint32_t live_count = 0;
+
   bool saturated = false;  // some addition was clamped
   bool finished = false;   // a rank ended the job: every CLOCK is released
 

@@ -19,6 +19,7 @@ struct WorkerTelemetry {
   bool joined = false;
   bool live = false;
   bool waiting = false;       // completed `done`, waiting for RELEASE
+  uint32_t rows_this_clock = 0;  // distinct INC rows applied at clock done+1
   Timestamp wait_since = 0;   // valid while waiting
   Timestamp last_seen = 0;
   proto::Endpoint addr;

@@ -82,13 +82,11 @@ inline constexpr uint16_t kEvicted = 1u << 2;
 // Reply: the job is finished (a rank ended it); stop training.
 // Request (LEAVE only): finish the job for every rank.
 inline constexpr uint16_t kFinished = 1u << 3;
-// NACK: the missing-row list that follows the count is complete.
-inline constexpr uint16_t kMissingComplete = 1u << 4;
 // JOIN_ACK: the rank has completed `done` but is not yet released; re-send
 // CLOCK(done) to learn when it is.
-inline constexpr uint16_t kWaiting = 1u << 5;
+inline constexpr uint16_t kWaiting = 1u << 4;
 // READ_REPLY: the row is exact (the window in force is 0, DESIGN.md §4).
-inline constexpr uint16_t kExact = 1u << 6;
+inline constexpr uint16_t kExact = 1u << 5;
 }  // namespace flags
 
 // ERROR reply codes (values[0] of an ERROR packet).
@@ -138,10 +136,13 @@ inline constexpr size_t kHigh = 2;
 inline constexpr size_t kCount = 3;
 }  // namespace release
 
-// NACK values: [rows received, missing row, missing row, ...].
+// NACK values: [rows received, scan end, missing row, missing row, ...].
+// Every row the worker still has to send is either listed or >= scan end.
+// A NACK with only [rows received] is valid too: re-send every row.
 namespace nack {
 inline constexpr size_t kReceived = 0;
-inline constexpr size_t kFirstMissing = 1;
+inline constexpr size_t kScanEnd = 1;
+inline constexpr size_t kFirstMissing = 2;
 }  // namespace nack
 
 }  // namespace serene::proto

@@ -1,0 +1,91 @@
+#include "dataplane/aggregation_table.h"
+
+#include <climits>
+
+#include "dataplane/policy_banks.h"
+#include "proto/codec.h"
+
+namespace serene::dataplane {
+namespace {
+
+void NoteClamps(JobState& job, uint32_t clamps) {
+  if (clamps == 0) return;
+  job.counters.saturations += clamps;
+  job.saturated = true;
+}
+
+}  // namespace
+
+void MaybeFoldRow(JobState& job, uint32_t row) {
+  const uint32_t pc = job.pending_clock[row];
+  if (pc == proto::kNoClock) return;
+  if (job.live_count > 0 && proto::ClockDiff(job.low_all, pc) < 0) return;
+  int32_t* vis = job.VisibleRow(row);
+  int32_t* pen = job.PendingRow(row);
+  const uint32_t n = job.config.RowLength(row);
+  uint32_t clamps = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    bool clamped = false;
+    vis[i] = SaturatingAdd(vis[i], pen[i], &clamped);
+    clamps += clamped;
+    pen[i] = 0;
+  }
+  job.pending_clock[row] = proto::kNoClock;
+  ++job.counters.folds;
+  NoteClamps(job, clamps);
+}
+
+bool ExactAt(const JobState& job, uint32_t clock) {
+  // Clock 0 is the seeding clock: rank 0 writes the initial model straight
+  // into the visible table.
+  if (clock == 0) return false;
+  return BankFor(job, clock - 1).params.Exact(job.config.workers);
+}
+
+bool ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
+              const uint8_t* be_values) {
+  uint32_t& tag = job.TagsOf(worker)[row];
+  if (tag == clock) return false;
+  tag = clock;
+
+  MaybeFoldRow(job, row);
+  int32_t* dst = job.VisibleRow(row);
+  if (ExactAt(job, clock)) {
+    uint32_t& pc = job.pending_clock[row];
+    // In steady exact mode the pending row is empty or holds this clock; a
+    // different, unfolded clock only occurs across a policy transition, where
+    // the window in force is not 0 and the live table is the right target.
+    if (pc == proto::kNoClock || pc == clock) {
+      pc = clock;
+      dst = job.PendingRow(row);
+    }
+  }
+  const uint32_t n = job.config.RowLength(row);
+  uint32_t clamps = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    bool clamped = false;
+    dst[i] = SaturatingAdd(dst[i], proto::LoadI32(be_values + i * proto::kValueSize), &clamped);
+    clamps += clamped;
+  }
+  NoteClamps(job, clamps);
+  return true;
+}
+
+bool ReadRow(JobState& job, uint32_t row, uint32_t clock, uint8_t* out_be) {
+  MaybeFoldRow(job, row);
+  const int32_t* vis = job.VisibleRow(row);
+  const uint32_t n = job.config.RowLength(row);
+  const bool exact = ExactAt(job, clock);
+  if (exact || job.pending_clock[row] == proto::kNoClock) {
+    for (uint32_t i = 0; i < n; ++i) proto::StoreI32(out_be + i * proto::kValueSize, vis[i]);
+    return exact;
+  }
+  const int32_t* pen = job.PendingRow(row);
+  bool clamped = false;
+  for (uint32_t i = 0; i < n; ++i) {
+    proto::StoreI32(out_be + i * proto::kValueSize, SaturatingAdd(vis[i], pen[i], &clamped));
+  }
+  return false;
+}
+
+}  // namespace serene::dataplane

@@ -1,0 +1,55 @@
+// Aggregation table stage: the model in fixed point, exactly-once INC and
+// READ (DESIGN.md §4).
+//
+// Each row has two register arrays and a tag: `visible` (what readers see),
+// `pending` (INCs of one clock, pending_clock[r], held back while the window
+// in force is 0) and the per-(worker,row) exactly-once tag. A pending row is
+// folded into visible lazily, on the row's first access after every live
+// rank completed its clock: bounded work (one row) per packet.
+//
+//   INC of clock t, exact mode (the bank that released clock t-1 has window 0):
+//     pending[r] += v  (tagged t)   -> READs at clock t don't see it
+//   INC otherwise (SSP/ASYNC/QUORUM, or a transition):  visible[r] += v (live)
+//   READ at clock t, exact mode: visible[r]   (= the model after clock t-1)
+//   READ otherwise:              visible[r] + pending[r] (the live table)
+//
+// Additions saturate at the int32 range; each clamp is counted and marks the
+// job saturated, which every reply then reports.
+//
+// REQUIRES: the caller holds job.mu.
+#pragma once
+
+#include <cstdint>
+
+#include "dataplane/job_state.h"
+
+namespace serene::dataplane {
+
+// Folds row r's pending accumulator into visible if its clock was completed by
+// every live rank.
+void MaybeFoldRow(JobState& job, uint32_t row);
+
+// True if INCs of, and READs at, clock t are served in exact mode.
+bool ExactAt(const JobState& job, uint32_t clock);
+
+// Adds the INC's big-endian values to row r for (worker, clock). The caller
+// has validated rank, row, count and clock. Returns false (and changes
+// nothing) if this (worker, clock, row) was already applied.
+bool ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
+              const uint8_t* be_values);
+
+// Writes row r as seen by a reader at clock t into `out_be` (big-endian,
+// RowLength(r) values). Returns true if the row was served exactly.
+bool ReadRow(JobState& job, uint32_t row, uint32_t clock, uint8_t* out_be);
+
+// a + b clamped to int32; sets *clamped when it clamps.
+inline int32_t SaturatingAdd(int32_t a, int32_t b, bool* clamped) {
+  int32_t r;
+  if (__builtin_add_overflow(a, b, &r)) {
+    *clamped = true;
+    return b > 0 ? INT32_MAX : INT32_MIN;
+  }
+  return r;
+}
+
+}  // namespace serene::dataplane

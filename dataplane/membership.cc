@@ -1,0 +1,62 @@
+#include "dataplane/membership.h"
+
+#include "dataplane/barrier.h"
+#include "dataplane/policy_banks.h"
+#include "dataplane/reply.h"
+
+namespace serene::dataplane {
+
+DropReason CheckSender(const JobState& job, const proto::Header& h, const proto::Endpoint& src) {
+  if (h.worker >= job.workers.size()) return DropReason::kBadRank;
+  const WorkerRegs& w = job.workers[h.worker];
+  if (!w.joined) return DropReason::kNotJoined;
+  if (!(w.addr == src)) return DropReason::kWrongSource;
+  if (!w.live) return DropReason::kEvicted;
+  return DropReason::kNone;
+}
+
+void Join(JobState& job, uint32_t worker, const proto::Endpoint& src, Timestamp now, Output* out) {
+  WorkerRegs& w = job.workers[worker];
+  w.addr = src;
+  w.joined = true;
+  ++w.counters.joins;
+  if (!w.live) {
+    // Resume at the slowest live rank's clock, or the rank's own if it is ahead,
+    // so the barrier's low clock does not move back.
+    if (job.live_count > 0 && proto::ClockDiff(job.low_all, w.done) > 0) {
+      w.done = job.low_all;
+      w.released = true;
+      w.rows_this_clock = 0;
+    }
+    w.live = true;
+    if (!w.released) {
+      job.waiting.set(worker);
+      w.wait_since = now;
+    }
+  }
+  ReleaseEligible(job, now, out);
+
+  const uint32_t epoch = BankFor(job, w.done).epoch;
+  const int32_t values[proto::join_ack::kCount] = {
+      static_cast<int32_t>(job.config.workers),
+      static_cast<int32_t>(static_cast<uint32_t>(job.config.elements)),
+      static_cast<int32_t>(job.config.row_width),
+      static_cast<int32_t>(w.done),
+      static_cast<int32_t>(job.low_all),
+      static_cast<int32_t>(job.high),
+      static_cast<int32_t>(epoch),
+      static_cast<int32_t>(job.rows),
+      static_cast<int32_t>(job.config.scale_log2),
+  };
+  const uint16_t f = w.released ? 0 : proto::flags::kWaiting;
+  EmitReply(job, src, proto::Op::kJoinAck, worker, w.done, 0, f, values, out);
+}
+
+void RemoveFromBarrier(JobState& job, uint32_t worker, Timestamp now, Output* out) {
+  WorkerRegs& w = job.workers[worker];
+  w.live = false;
+  job.waiting.reset(worker);
+  ReleaseEligible(job, now, out);
+}
+
+}  // namespace serene::dataplane

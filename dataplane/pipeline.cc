@@ -1,0 +1,201 @@
+#include "dataplane/pipeline.h"
+
+#include <mutex>
+#include <string>
+
+#include "dataplane/aggregation_table.h"
+#include "dataplane/barrier.h"
+#include "dataplane/job_state.h"
+#include "dataplane/membership.h"
+#include "dataplane/policy_banks.h"
+#include "dataplane/requests.h"
+
+namespace serene::dataplane {
+namespace {
+
+Status NoJob(uint16_t job) {
+  return Status::NotFound("job " + std::to_string(job) + " does not exist");
+}
+
+}  // namespace
+
+Pipeline::Pipeline() : jobs_(65536) {}
+Pipeline::~Pipeline() = default;
+
+std::shared_ptr<JobState> Pipeline::Find(uint16_t job) const {
+  std::shared_lock lock(table_mu_);
+  return jobs_[job];
+}
+
+ProcessResult Pipeline::Process(std::span<const uint8_t> datagram, const proto::Endpoint& src,
+                                Timestamp now, Output* out) {
+  globals_.packets.fetch_add(1, std::memory_order_relaxed);
+
+  // Parse: magic, version, op and length before anything touches state.
+  proto::PacketView pkt;
+  const proto::ParseError err = proto::Decode(datagram.data(), datagram.size(), &pkt);
+  if (err != proto::ParseError::kOk) {
+    globals_.parse_errors[static_cast<size_t>(err)].fetch_add(1, std::memory_order_relaxed);
+    return {Verdict::kDropped, DropReason::kParse, err};
+  }
+  const proto::Header& h = pkt.header;
+  if (!proto::IsRequest(h.op)) {
+    globals_.not_request.fetch_add(1, std::memory_order_relaxed);
+    return {Verdict::kDropped, DropReason::kNotRequest};
+  }
+
+  // Job lookup (exact match on the job id) and authentication: strangers get no reply.
+  std::shared_ptr<JobState> job = Find(h.job);
+  if (job == nullptr) {
+    globals_.unknown_job.fetch_add(1, std::memory_order_relaxed);
+    return {Verdict::kDropped, DropReason::kUnknownJob};
+  }
+  std::lock_guard lock(job->mu);
+  if (h.key != job->config.key) {
+    globals_.bad_key.fetch_add(1, std::memory_order_relaxed);
+    ++job->counters.drops[static_cast<size_t>(DropReason::kBadKey)];
+    return {Verdict::kDropped, DropReason::kBadKey};
+  }
+  ++job->counters.rx_by_op[static_cast<size_t>(h.op)];
+
+  // Per-op stages: membership, aggregation table, barrier.
+  switch (h.op) {
+    case proto::Op::kJoin: return HandleJoin(*job, pkt, src, now, out);
+    case proto::Op::kRead: return HandleRead(*job, pkt, src, now, out);
+    case proto::Op::kInc: return HandleInc(*job, pkt, src, now);
+    case proto::Op::kClock: return HandleClock(*job, pkt, src, now, out);
+    case proto::Op::kLeave: return HandleLeave(*job, pkt, src, now, out);
+    default: break;
+  }
+  return {Verdict::kDropped, DropReason::kNotRequest};
+}
+
+Status Pipeline::CreateJob(const JobConfig& config) {
+  Status s = config.Validate();
+  if (!s.ok()) return s;
+  // Allocate outside the table lock: a large model takes a while to zero.
+  auto state = std::make_shared<JobState>(config);
+  std::unique_lock lock(table_mu_);
+  if (jobs_[config.id] != nullptr) {
+    return Status::AlreadyExists("job " + std::to_string(config.id) + " already exists");
+  }
+  if (job_count_ >= kMaxJobs) {
+    return Status::FailedPrecondition("too many jobs: the switch holds at most " +
+                                      std::to_string(kMaxJobs));
+  }
+  jobs_[config.id] = std::move(state);
+  ++job_count_;
+  return Status::Ok();
+}
+
+Status Pipeline::DeleteJob(uint16_t job) {
+  std::unique_lock lock(table_mu_);
+  if (jobs_[job] == nullptr) return NoJob(job);
+  jobs_[job].reset();  // packets in flight keep their shared_ptr until done
+  --job_count_;
+  return Status::Ok();
+}
+
+Result<PolicyChange> Pipeline::SetPolicy(uint16_t job, const BarrierParams& params,
+                                         std::optional<uint32_t> effective_clock, Timestamp now,
+                                         Output* out) {
+  std::shared_ptr<JobState> j = Find(job);
+  if (j == nullptr) return NoJob(job);
+  std::lock_guard lock(j->mu);
+  Result<PolicyChange> change = InstallPolicy(*j, params, effective_clock);
+  if (!change.ok()) return change;
+  // The flip may make waiting ranks eligible (e.g. SYNC -> ASYNC under a straggler).
+  ReleaseEligible(*j, now, out);
+  return change;
+}
+
+Status Pipeline::Evict(uint16_t job, uint16_t worker, Timestamp now, Output* out) {
+  std::shared_ptr<JobState> j = Find(job);
+  if (j == nullptr) return NoJob(job);
+  std::lock_guard lock(j->mu);
+  if (worker >= j->workers.size()) {
+    return Status::InvalidArgument("job " + std::to_string(job) + " has ranks 0.." +
+                                   std::to_string(j->workers.size() - 1) + ", not " +
+                                   std::to_string(worker));
+  }
+  RemoveFromBarrier(*j, worker, now, out);
+  return Status::Ok();
+}
+
+Status Pipeline::Finish(uint16_t job, Timestamp now, Output* out) {
+  std::shared_ptr<JobState> j = Find(job);
+  if (j == nullptr) return NoJob(job);
+  std::lock_guard lock(j->mu);
+  j->finished = true;
+  ReleaseEligible(*j, now, out);
+  return Status::Ok();
+}
+
+Result<JobTelemetry> Pipeline::Telemetry(uint16_t job) const {
+  std::shared_ptr<JobState> j = Find(job);
+  if (j == nullptr) return NoJob(job);
+  std::lock_guard lock(j->mu);
+  JobTelemetry t;
+  t.config = j->config;
+  t.rows = j->rows;
+  t.live_workers = j->live_count;
+  t.low = j->low_all;
+  t.high = j->high;
+  t.active = j->banks[j->active].params;
+  t.active_epoch = j->banks[j->active].epoch;
+  t.swap_pending = j->swap_pending;
+  t.next = j->banks[j->active ^ 1].params;
+  t.next_epoch = j->banks[j->active ^ 1].epoch;
+  t.swap_clock = j->swap_clock;
+  t.max_released = j->max_released;
+  t.saturated = j->saturated;
+  t.finished = j->finished;
+  t.counters = j->counters;
+  t.workers.reserve(j->workers.size());
+  for (uint32_t i = 0; i < j->workers.size(); ++i) {
+    const WorkerRegs& w = j->workers[i];
+    t.workers.push_back(WorkerTelemetry{i, w.done, w.joined, w.live, j->waiting.test(i),
+                                        w.rows_this_clock, w.wait_since, w.last_seen, w.addr,
+                                        w.counters});
+  }
+  return t;
+}
+
+std::vector<uint16_t> Pipeline::JobIds() const {
+  std::shared_lock lock(table_mu_);
+  std::vector<uint16_t> ids;
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    if (jobs_[i] != nullptr) ids.push_back(static_cast<uint16_t>(i));
+  }
+  return ids;
+}
+
+GlobalCounters Pipeline::global_counters() const {
+  GlobalCounters g;
+  g.packets = globals_.packets.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < g.parse_errors.size(); ++i) {
+    g.parse_errors[i] = globals_.parse_errors[i].load(std::memory_order_relaxed);
+  }
+  g.unknown_job = globals_.unknown_job.load(std::memory_order_relaxed);
+  g.not_request = globals_.not_request.load(std::memory_order_relaxed);
+  g.bad_key = globals_.bad_key.load(std::memory_order_relaxed);
+  return g;
+}
+
+Result<std::vector<int32_t>> Pipeline::Model(uint16_t job) const {
+  std::shared_ptr<JobState> j = Find(job);
+  if (j == nullptr) return NoJob(job);
+  std::lock_guard lock(j->mu);
+  std::vector<int32_t> model(j->visible);
+  bool clamped = false;
+  for (uint32_t r = 0; r < j->rows; ++r) {
+    if (j->pending_clock[r] == proto::kNoClock) continue;
+    const size_t base = size_t{r} * j->config.row_width;
+    for (uint32_t i = 0; i < j->config.RowLength(r); ++i) {
+      model[base + i] = SaturatingAdd(model[base + i], j->pending[base + i], &clamped);
+    }
+  }
+  return model;
+}
+
+}  // namespace serene::dataplane

@@ -1,0 +1,117 @@
+// Pipeline-level flows: joining, seeding, restarts, READ rules, output bounds.
+#include "dataplane/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include "packet_builder.h"
+
+namespace serene::testing {
+namespace {
+
+using dataplane::BarrierParams;
+using dataplane::DropReason;
+using dataplane::JobConfig;
+using dataplane::Verdict;
+using proto::Op;
+
+JobConfig Job(uint32_t workers, BarrierParams p) {
+  JobConfig c;
+  c.id = 1;
+  c.workers = workers;
+  c.elements = 6;
+  c.row_width = 3;
+  c.policy = p;
+  return c;
+}
+
+TEST(Pipeline, CreateJobRefusesDuplicatesAndInvalidConfigs) {
+  dataplane::Pipeline p;
+  ASSERT_TRUE(p.CreateJob(Job(2, BarrierParams::Sync())).ok());
+  auto dup = p.CreateJob(Job(2, BarrierParams::Sync()));
+  EXPECT_EQ(dup.code(), Status::Code::kAlreadyExists);
+  JobConfig bad = Job(2, BarrierParams::Sync());
+  bad.id = 2;
+  bad.workers = 0;
+  EXPECT_EQ(p.CreateJob(bad).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(p.JobIds(), std::vector<uint16_t>{1});
+  EXPECT_EQ(p.DeleteJob(5).code(), Status::Code::kNotFound);
+}
+
+TEST(Pipeline, NonZeroRanksCannotSeed) {
+  Harness h;
+  h.CreateJob(Job(2, BarrierParams::Sync()));
+  h.JoinAll(2);
+  EXPECT_EQ(h.Inc(1, 0, 0, {1, 1, 1}).reason, DropReason::kIncSeedNotRank0);
+  EXPECT_EQ(h.Model(), std::vector<int32_t>(6, 0));
+}
+
+TEST(Pipeline, ReadWhileWaitingIsRefused) {
+  Harness h;
+  h.CreateJob(Job(2, BarrierParams::Sync()));
+  h.JoinAll(2);
+  h.Seed({1, 2, 3, 4, 5, 6});
+  h.Step(0, 1, std::vector<int32_t>(6, 0));
+  dataplane::ProcessResult r;
+  auto e = h.Send(h.Req(Op::kRead, 0).Clock(2).Row(0), 0, &r);
+  EXPECT_EQ(r.reason, DropReason::kNotReleased);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].values[0], static_cast<int32_t>(proto::ErrorCode::kNotReleased));
+}
+
+TEST(Pipeline, RestartedRankLearnsWhereItStandsAndGetsTheModel) {
+  Harness h;
+  h.CreateJob(Job(2, BarrierParams::Sync()));
+  h.JoinAll(2);
+  h.Seed({1, 2, 3, 4, 5, 6});
+  h.Step(0, 1, std::vector<int32_t>(6, 1));
+  // Rank 0 crashes while waiting and restarts on another port.
+  auto ack = h.SendRaw(h.Req(Op::kJoin, 0).Build(), WorkerAddr(0, 50000));
+  ASSERT_EQ(ack.size(), 1u);
+  EXPECT_EQ(ack[0].values[proto::join_ack::kDone], 1);
+  EXPECT_TRUE(ack[0].header.flags & proto::flags::kWaiting);
+  // Rank 1 completes clock 1: the RELEASE goes to rank 0's new address.
+  auto e = h.Step(1, 1, std::vector<int32_t>(6, 1));
+  bool to_new = false;
+  for (const auto& x : OfOp(e, Op::kRelease)) {
+    if (x.header.worker == 0) to_new = x.dst == WorkerAddr(0, 50000);
+  }
+  EXPECT_TRUE(to_new);
+  // It reads the current model from the switch alone.
+  auto d = h.Send(h.Req(Op::kRead, 0).Clock(2).Row(1), 0);
+  EXPECT_TRUE(d.empty() || d[0].header.op == Op::kError) << "old address is refused";
+  auto row = h.SendRaw(h.Req(Op::kRead, 0).Clock(2).Row(1).Build(), WorkerAddr(0, 50000));
+  ASSERT_EQ(row.size(), 1u);
+  EXPECT_EQ(row[0].values, (std::vector<int32_t>{6, 7, 8}));
+}
+
+TEST(Pipeline, RepliesEchoJobWorkerClockAndCarryTheKey) {
+  Harness h;
+  h.CreateJob(Job(1, BarrierParams::Sync()));
+  h.Join(0);
+  auto e = h.Step(0, 0, {1, 2, 3, 4, 5, 6});
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].header.op, Op::kRelease);
+  EXPECT_EQ(e[0].header.job, 1);
+  EXPECT_EQ(e[0].header.worker, 0);
+  EXPECT_EQ(e[0].header.clock, 0u);
+  EXPECT_EQ(e[0].header.key, h.key());
+  EXPECT_EQ(e[0].dst, WorkerAddr(0));
+}
+
+TEST(Pipeline, WaitingTimeIsMeasuredWithTheCallersClock) {
+  Harness h;
+  h.CreateJob(Job(2, BarrierParams::Sync()));
+  h.JoinAll(2);
+  h.Seed(std::vector<int32_t>(6, 0));
+  h.now = 10'000;
+  h.Step(0, 1, std::vector<int32_t>(6, 0));
+  auto t = h.Telemetry();
+  EXPECT_TRUE(t.workers[0].waiting);
+  EXPECT_EQ(t.workers[0].wait_since, 10'000u);
+  h.now = 25'000;
+  h.Step(1, 1, std::vector<int32_t>(6, 0));
+  EXPECT_EQ(h.Telemetry().workers[0].counters.wait_ns, 15'000u);
+}
+
+}  // namespace
+}  // namespace serene::testing
