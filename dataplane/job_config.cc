@@ -1,5 +1,7 @@
 #include "dataplane/job_config.h"
 
+#include "common/parse.h"
+
 #include <algorithm>
 #include <bit>
 #include <charconv>
@@ -8,29 +10,13 @@
 namespace serene::dataplane {
 namespace {
 
-bool ParseU64(std::string_view s, uint64_t* out) {
-  if (s.empty()) return false;
-  int base = 10;
-  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-    s.remove_prefix(2);
-    base = 16;
-  }
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out, base);
-  return ec == std::errc() && ptr == s.data() + s.size();
-}
+bool ParseU64(std::string_view s, uint64_t* out) { return serene::ParseUint64(s, out); }
 
 std::string Range(uint64_t lo, uint64_t hi) {
   return std::to_string(lo) + ".." + std::to_string(hi);
 }
 
 }  // namespace
-
-bool ParseUint32(std::string_view text, uint32_t* out) {
-  uint64_t v = 0;
-  if (!ParseU64(text, &v) || v > 0xFFFFFFFFull) return false;
-  *out = static_cast<uint32_t>(v);
-  return true;
-}
 
 bool ParseScale(std::string_view text, uint32_t* log2_out) {
   uint64_t v = 0;
@@ -117,7 +103,7 @@ Result<JobConfig> JobConfig::ParseSpec(std::string_view spec) {
         return bad("scale must be a power of two 2^1..2^30, written 2^24 or 16777216");
       }
     } else if (key == "key") {
-      if (!ParseUint32(val, &v32)) return bad("key must be a 32-bit decimal or 0x-hex number");
+      if (!serene::ParseUint32(val, &v32)) return bad("key must be a 32-bit decimal or 0x-hex number");
       c.key = v32;
     } else if (key == "policy") {
       auto p = BarrierParams::Parse(val);
