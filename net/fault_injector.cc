@@ -1,0 +1,277 @@
+#include "net/fault_injector.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <utility>
+
+namespace serene::net {
+namespace {
+
+constexpr std::string_view kSpecSyntax =
+    "expected drop=P,dup=P,reorder=P,delay=D[..D],hold=D,seed=N,dir=rx|tx|both with P a "
+    "probability (0.05 or 5%) and D a duration (0, 250us, 2ms, 1s)";
+
+Status Bad(std::string_view spec, const std::string& why) {
+  return Status::InvalidArgument("bad fault spec '" + std::string(spec) + "': " + why + " (" +
+                                 std::string(kSpecSyntax) + ")");
+}
+
+bool ParseDouble(std::string_view s, double* out) {
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(*out);
+}
+
+bool ParseProbability(std::string_view s, double* out) {
+  double scale = 1.0;
+  if (!s.empty() && s.back() == '%') {
+    s.remove_suffix(1);
+    scale = 0.01;
+  }
+  double v = 0;
+  if (!ParseDouble(s, &v)) return false;
+  v *= scale;
+  if (v < 0.0 || v > 1.0) return false;
+  *out = v;
+  return true;
+}
+
+// SplitMix64: turns (seed, stream) into well-spread generator seeds.
+uint64_t Mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Heap order: the earliest (due, seq) on top.
+bool Later(const FaultInjector::Datagram& a, const FaultInjector::Datagram& b) {
+  return a.due != b.due ? a.due > b.due : a.seq > b.seq;
+}
+
+}  // namespace
+
+bool ParseDuration(std::string_view text, Nanos* out) {
+  struct Unit {
+    std::string_view suffix;
+    double ns;
+  };
+  // Longest suffixes first so "ms" is not read as "s".
+  static constexpr Unit kUnits[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
+  if (text == "0") {
+    *out = 0;
+    return true;
+  }
+  for (const Unit& u : kUnits) {
+    if (text.size() > u.suffix.size() && text.ends_with(u.suffix)) {
+      double v = 0;
+      if (!ParseDouble(text.substr(0, text.size() - u.suffix.size()), &v) || v < 0) return false;
+      const double ns = v * u.ns;
+      if (ns > 3600e9) return false;  // an hour is surely a typo
+      *out = static_cast<Nanos>(std::llround(ns));
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string FormatDuration(Nanos ns) {
+  if (ns == 0) return "0";
+  if (ns % 1'000'000'000 == 0) return std::to_string(ns / 1'000'000'000) + "s";
+  if (ns % 1'000'000 == 0) return std::to_string(ns / 1'000'000) + "ms";
+  if (ns % 1'000 == 0) return std::to_string(ns / 1'000) + "us";
+  return std::to_string(ns) + "ns";
+}
+
+Result<FaultSpec> FaultSpec::Parse(std::string_view text) {
+  FaultSpec spec;
+  if (text.empty() || text == "none" || text == "off") return spec;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view kv = text.substr(start, end - start);
+    start = end + 1;
+    if (kv.empty()) continue;
+    const size_t eq = kv.find('=');
+    if (eq == std::string_view::npos)
+      return Bad(text, "'" + std::string(kv) + "' is not key=value");
+    const std::string_view key = kv.substr(0, eq), val = kv.substr(eq + 1);
+    const std::string field = std::string(key) + "=" + std::string(val);
+    if (key == "drop" || key == "dup" || key == "duplicate" || key == "reorder") {
+      double p = 0;
+      if (!ParseProbability(val, &p)) return Bad(text, field + " is not a probability 0..1");
+      (key == "drop" ? spec.drop : key == "reorder" ? spec.reorder : spec.duplicate) = p;
+    } else if (key == "delay") {
+      const size_t dots = val.find("..");
+      Nanos lo = 0, hi = 0;
+      if (dots == std::string_view::npos) {
+        if (!ParseDuration(val, &lo)) return Bad(text, field + " is not a duration");
+        hi = lo;
+      } else if (!ParseDuration(val.substr(0, dots), &lo) ||
+                 !ParseDuration(val.substr(dots + 2), &hi) || hi < lo) {
+        return Bad(text, field + " is not a range MIN..MAX of durations with MIN <= MAX");
+      }
+      spec.delay_min = lo;
+      spec.delay_max = hi;
+    } else if (key == "hold") {
+      if (!ParseDuration(val, &spec.hold) || spec.hold == 0) {
+        return Bad(text, field + " is not a positive duration");
+      }
+    } else if (key == "seed") {
+      auto [ptr, ec] = std::from_chars(val.data(), val.data() + val.size(), spec.seed);
+      if (val.empty() || ec != std::errc() || ptr != val.data() + val.size()) {
+        return Bad(text, field + " is not an unsigned 64-bit integer");
+      }
+    } else if (key == "dir" || key == "direction") {
+      if (val == "rx") {
+        spec.direction = FaultDirection::kRx;
+      } else if (val == "tx") {
+        spec.direction = FaultDirection::kTx;
+      } else if (val == "both") {
+        spec.direction = FaultDirection::kBoth;
+      } else {
+        return Bad(text, field + ": direction must be rx, tx or both");
+      }
+    } else {
+      return Bad(text, "unknown field '" + std::string(key) + "'");
+    }
+  }
+  return spec;
+}
+
+std::string FaultSpec::ToString() const {
+  if (!enabled()) return "none";
+  std::string delay = FormatDuration(delay_min);
+  if (delay_max != delay_min) delay += ".." + FormatDuration(delay_max);
+  const char* dir = direction == FaultDirection::kRx   ? "rx"
+                    : direction == FaultDirection::kTx ? "tx"
+                                                       : "both";
+  auto prob = [](double p) {
+    char buf[32];
+    auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), p);
+    return std::string(buf, ec == std::errc() ? ptr : buf);
+  };
+  return "drop=" + prob(drop) + ",dup=" + prob(duplicate) + ",reorder=" + prob(reorder) +
+         ",delay=" + delay + ",hold=" + FormatDuration(hold) + ",seed=" + std::to_string(seed) +
+         ",dir=" + dir;
+}
+
+FaultCounters& FaultCounters::operator+=(const FaultCounters& o) {
+  offered += o.offered;
+  delivered += o.delivered;
+  dropped += o.dropped;
+  duplicated += o.duplicated;
+  reordered += o.reordered;
+  held_expired += o.held_expired;
+  delayed += o.delayed;
+  return *this;
+}
+
+FaultInjector::FaultInjector(const FaultSpec& spec, uint64_t stream)
+    : spec_(spec), rng_(Mix(spec.seed ^ Mix(stream))) {}
+
+double FaultInjector::Uniform() { return static_cast<double>(rng_() >> 11) * 0x1.0p-53; }
+
+Nanos FaultInjector::SampleDelay() {
+  if (spec_.delay_max <= spec_.delay_min) return spec_.delay_min;
+  const uint64_t span = spec_.delay_max - spec_.delay_min;  // <= an hour, so span + 1 > 0
+  // The modulo bias is below 1e-6 for spans under an hour of nanoseconds.
+  const uint64_t offset = rng_() % (span + 1);
+  return spec_.delay_min + offset;
+}
+
+FaultInjector::Datagram FaultInjector::MakeDatagram(const proto::Endpoint& peer,
+                                                    std::span<const uint8_t> data, Nanos due) {
+  Datagram d;
+  if (!free_.empty()) {
+    d.bytes = std::move(free_.back());
+    free_.pop_back();
+  }
+  d.bytes.assign(data.begin(), data.end());
+  d.peer = peer;
+  d.due = due;
+  return d;
+}
+
+void FaultInjector::Enqueue(Datagram d, int copies) {
+  if (copies > 1) {
+    Datagram copy = MakeDatagram(d.peer, d.bytes, d.due);
+    copy.seq = next_seq_++;
+    d.seq = next_seq_++;
+    queue_.push_back(std::move(d));
+    std::push_heap(queue_.begin(), queue_.end(), Later);
+    queue_.push_back(std::move(copy));
+  } else {
+    d.seq = next_seq_++;
+    queue_.push_back(std::move(d));
+  }
+  std::push_heap(queue_.begin(), queue_.end(), Later);
+}
+
+void FaultInjector::Push(const proto::Endpoint& peer, std::span<const uint8_t> data, Nanos now) {
+  ++counters_.offered;
+  if (Uniform() < spec_.drop) {
+    ++counters_.dropped;
+    return;
+  }
+  const int copies = Uniform() < spec_.duplicate ? 2 : 1;
+  if (copies == 2) ++counters_.duplicated;
+  const bool reorder = Uniform() < spec_.reorder;
+  const Nanos delay = SampleDelay();
+  if (delay > 0) ++counters_.delayed;
+  Datagram d = MakeDatagram(peer, data, now + delay);
+
+  ExpireHeld(now);
+  if (held_) {
+    // This datagram is the successor the held one waited for: deliver the
+    // held one right after it (never before, whatever their delays).
+    const Nanos successor_due = d.due;
+    Enqueue(std::move(d), copies);
+    Held h = std::move(*held_);
+    held_.reset();
+    h.datagram.due = std::max(h.datagram.due, successor_due);
+    Enqueue(std::move(h.datagram), h.copies);
+    ++counters_.reordered;
+    return;
+  }
+  if (reorder) {
+    held_ = Held{std::move(d), copies, now + spec_.hold};
+    return;
+  }
+  Enqueue(std::move(d), copies);
+}
+
+void FaultInjector::ExpireHeld(Nanos now) {
+  if (!held_ || now < held_->deadline) return;
+  Held h = std::move(*held_);
+  held_.reset();
+  h.datagram.due = std::max(h.datagram.due, h.deadline);
+  Enqueue(std::move(h.datagram), h.copies);
+  ++counters_.held_expired;
+}
+
+bool FaultInjector::Pop(Nanos now, Datagram* out) {
+  ExpireHeld(now);
+  if (queue_.empty() || queue_.front().due > now) return false;
+  std::pop_heap(queue_.begin(), queue_.end(), Later);
+  Datagram& top = queue_.back();
+  out->peer = top.peer;
+  out->due = top.due;
+  out->seq = top.seq;
+  std::swap(out->bytes, top.bytes);
+  free_.push_back(std::move(top.bytes));  // the caller's previous buffer, for reuse
+  queue_.pop_back();
+  ++counters_.delivered;
+  return true;
+}
+
+std::optional<Nanos> FaultInjector::NextDue() const {
+  std::optional<Nanos> next;
+  if (!queue_.empty()) next = queue_.front().due;
+  if (held_ && (!next || held_->deadline < *next)) next = held_->deadline;
+  return next;
+}
+
+}  // namespace serene::net

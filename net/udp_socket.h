@@ -1,0 +1,175 @@
+// UdpSocket: one IPv4 or IPv6 UDP socket with batched I/O (recvmmsg/sendmmsg).
+//
+// It is a plain port: it knows nothing about Serene packets, so the switch
+// daemon and the worker library use the same class. A socket binds an address
+// and port (port 0 = an ephemeral port, reported by local()); binding "::"
+// gives a dual-stack socket that also serves IPv4 peers (unless v6_only).
+// With reuse_port, several sockets (one per thread) share one port and the
+// kernel spreads flows over them (SO_REUSEPORT).
+//
+// Receiving: Recv() waits at most `timeout` for the socket to become readable
+// (poll), then takes up to a batch of datagrams at once without blocking, so a
+// loop can check a stop flag between calls. Sending: Send() hands a batch of
+// datagrams to the kernel in as few sendmmsg calls as possible; a datagram the
+// kernel refuses (no route, too big) is skipped and counted, not fatal.
+//
+// Errors come back as Status with the errno text and the address involved.
+//
+// Thread safety: a UdpSocket may be used by one receiving and any number of
+// sending threads at once (the kernel serializes datagrams); RecvBatch and
+// SendBatch are per-thread scratch and not thread-safe.
+#pragma once
+
+#include <sys/socket.h>  // mmsghdr (g++ defines _GNU_SOURCE)
+#include <sys/uio.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "proto/endpoint.h"
+
+namespace serene::net {
+
+// Largest datagram a RecvBatch slot holds by default: any UDP payload over
+// IPv4 or IPv6 (without jumbograms) fits; a larger one is flagged truncated.
+inline constexpr size_t kMaxUdpPayload = 65536;
+// sendmmsg/recvmmsg take at most UIO_MAXIOV messages per call.
+inline constexpr size_t kMaxBatch = 1024;
+
+struct UdpSocketOptions {
+  std::string address = "0.0.0.0";  // numeric IPv4/IPv6 host to bind, "::" = every address
+  uint16_t port = 0;                // 0 = ephemeral (see UdpSocket::local())
+  bool reuse_port = false;          // SO_REUSEPORT: share the port with sibling sockets
+  bool v6_only = false;             // IPv6 only: do not also accept IPv4 on "::"
+  int recv_buffer_bytes = 0;        // SO_RCVBUF; 0 = kernel default
+  int send_buffer_bytes = 0;        // SO_SNDBUF; 0 = kernel default
+};
+
+// Storage for up to `capacity` received datagrams of `max_datagram` bytes each.
+class RecvBatch {
+ public:
+  explicit RecvBatch(size_t capacity, size_t max_datagram = kMaxUdpPayload);
+  ~RecvBatch();
+  RecvBatch(const RecvBatch&) = delete;
+  RecvBatch& operator=(const RecvBatch&) = delete;
+
+  size_t capacity() const { return capacity_; }
+  // Datagrams the last UdpSocket::Recv() filled.
+  size_t size() const { return size_; }
+  // REQUIRES: i < size().
+  std::span<const uint8_t> data(size_t i) const;
+  const proto::Endpoint& source(size_t i) const { return sources_[i]; }
+  // The datagram was larger than max_datagram; data(i) holds only its start.
+  bool truncated(size_t i) const { return truncated_[i]; }
+
+ private:
+  friend class UdpSocket;
+  size_t capacity_;
+  size_t max_datagram_;
+  size_t size_ = 0;
+  std::vector<uint8_t> buffers_;
+  std::vector<sockaddr_storage> addrs_;
+  std::vector<iovec> iovs_;
+  std::vector<mmsghdr> msgs_;
+  std::vector<proto::Endpoint> sources_;
+  std::vector<uint8_t> truncated_;
+};
+
+// Up to `capacity` datagrams to send. Add() does not copy: the bytes must stay
+// valid until UdpSocket::Send() returns.
+class SendBatch {
+ public:
+  explicit SendBatch(size_t capacity);
+  ~SendBatch();
+  SendBatch(const SendBatch&) = delete;
+  SendBatch& operator=(const SendBatch&) = delete;
+
+  // Queues a datagram for `dst`. False when the batch is full.
+  bool Add(const proto::Endpoint& dst, std::span<const uint8_t> data);
+  size_t size() const { return size_; }
+  size_t capacity() const { return capacity_; }
+  bool full() const { return size_ == capacity_; }
+  bool empty() const { return size_ == 0; }
+  void Clear() { size_ = 0; }
+
+ private:
+  friend class UdpSocket;
+  size_t capacity_;
+  size_t size_ = 0;
+  std::vector<proto::Endpoint> dsts_;
+  std::vector<std::span<const uint8_t>> datas_;
+  std::vector<sockaddr_storage> addrs_;
+  std::vector<iovec> iovs_;
+  std::vector<mmsghdr> msgs_;
+};
+
+// What Send() did with a batch.
+struct SendResult {
+  size_t sent = 0;
+  size_t bytes = 0;   // payload bytes of the datagrams sent
+  size_t failed = 0;  // refused by the kernel (or unreachable family) and skipped
+  Status error;       // the first failure, if any
+};
+
+class UdpSocket {
+ public:
+  // Creates, configures and binds a socket.
+  static Result<UdpSocket> Open(const UdpSocketOptions& options);
+
+  UdpSocket() = default;
+  ~UdpSocket();
+  UdpSocket(UdpSocket&& other) noexcept;
+  UdpSocket& operator=(UdpSocket&& other) noexcept;
+  UdpSocket(const UdpSocket&) = delete;
+  UdpSocket& operator=(const UdpSocket&) = delete;
+
+  bool is_open() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
+  // AF_INET or AF_INET6.
+  int family() const { return family_; }
+  // The bound address, with the kernel's port when bound to port 0.
+  const proto::Endpoint& local() const { return local_; }
+  // True if the socket can send to `ep`'s family: IPv4 sockets reach IPv4,
+  // IPv6 sockets reach IPv6, and dual-stack "::" sockets reach both.
+  bool CanReach(const proto::Endpoint& ep) const;
+
+  // SO_RCVBUF / SO_SNDBUF. The kernel caps the size at net.core.rmem_max /
+  // wmem_max unless the process has CAP_NET_ADMIN (then the cap is lifted).
+  Status SetRecvBufferSize(int bytes);
+  Status SetSendBufferSize(int bytes);
+  // The sizes the kernel granted (Linux reports twice the requested value,
+  // for its bookkeeping overhead).
+  Result<int> RecvBufferSize() const;
+  Result<int> SendBufferSize() const;
+
+  // Waits up to `timeout` for datagrams, then receives as many as fit in
+  // `batch` (at least one if any arrived). Returns the count: 0 on timeout or
+  // when interrupted by a signal. A negative timeout waits forever.
+  Result<size_t> Recv(RecvBatch* batch, std::chrono::nanoseconds timeout);
+
+  // Sends every datagram of `batch` (blocking while the send buffer is full).
+  // The batch's kernel headers are rewritten; its datagrams are left queued.
+  SendResult Send(SendBatch* batch);
+  // Sends one datagram.
+  Status SendTo(const proto::Endpoint& dst, std::span<const uint8_t> data);
+
+  // Closes the socket (also done by the destructor).
+  void Close();
+
+ private:
+  UdpSocket(int fd, int family, proto::Endpoint local) : fd_(fd), family_(family), local_(local) {}
+  Status Errno(std::string_view what, int err) const;
+
+  int fd_ = -1;
+  int family_ = 0;
+  bool v6_only_ = false;
+  proto::Endpoint local_;
+};
+
+}  // namespace serene::net

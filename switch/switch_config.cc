@@ -1,0 +1,333 @@
+#include "switch/switch_config.h"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "net/address.h"
+#include "proto/codec.h"
+
+namespace serene::switchd {
+namespace {
+
+constexpr std::string_view kTopKeys =
+    "bind, port, threads, batch, recv_buffer, send_buffer, log_level, fault, job";
+constexpr std::string_view kJobKeys = "id, workers, elements, row, scale, key, policy";
+// UDP payload that fits a 1500-byte Ethernet frame over IPv4 (20 + 8 bytes of headers).
+constexpr size_t kEthernetUdpPayload = 1472;
+
+Status Bad(const std::string& setting, std::string_view value, std::string_view expected) {
+  return Status::InvalidArgument(setting + " '" + std::string(value) + "': expected " +
+                                 std::string(expected));
+}
+
+bool ParseU64(std::string_view s, uint64_t* out) {
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+Status SetUint(const std::string& setting, std::string_view text, uint64_t lo, uint64_t hi,
+               std::string_view what, uint64_t* out, std::string_view note = "") {
+  uint64_t v = 0;
+  if (!ParseU64(text, &v) || v < lo || v > hi) {
+    return Bad(setting, text,
+               std::string(what) + " " + std::to_string(lo) + ".." + std::to_string(hi) +
+                   std::string(note));
+  }
+  *out = v;
+  return Status::Ok();
+}
+
+// The settings shared by the command line and the file, applied from text.
+// `setting` is how the user wrote it ("--port", "file.toml: port").
+Status ApplySetting(std::string_view key, const std::string& setting, std::string_view text,
+                    SwitchConfig* c) {
+  uint64_t v = 0;
+  Status s;
+  if (key == "port") {
+    s = SetUint(setting, text, 0, 65535, "a UDP port number", &v, " (0 = ephemeral)");
+    if (s.ok()) c->server.port = static_cast<uint16_t>(v);
+  } else if (key == "threads") {
+    s = SetUint(setting, text, 1, kMaxThreads, "a number of threads", &v);
+    if (s.ok()) c->server.threads = static_cast<uint32_t>(v);
+  } else if (key == "batch") {
+    s = SetUint(setting, text, 1, net::kMaxBatch, "datagrams per batch", &v);
+    if (s.ok()) c->server.batch = static_cast<uint32_t>(v);
+  } else if (key == "recv_buffer" || key == "send_buffer") {
+    int bytes = 0;
+    if (!ParseByteSize(text, &bytes)) {
+      return Bad(setting, text,
+                 "a size in bytes 0..1GiB, e.g. 4194304 or 4MiB (0 = kernel default)");
+    }
+    (key == "recv_buffer" ? c->server.recv_buffer : c->server.send_buffer) = bytes;
+  } else if (key == "log_level") {
+    if (!IsLogLevel(text)) {
+      return Bad(setting, text, "one of trace, debug, info, warn, error, critical, off");
+    }
+    c->log_level = std::string(text);
+  } else if (key == "fault") {
+    auto f = net::FaultSpec::Parse(text);
+    if (!f.ok()) return Status::InvalidArgument(setting + ": " + f.status().message());
+    c->server.fault = *f;
+  } else {
+    return Status::Internal("unknown setting " + std::string(key));
+  }
+  return s;
+}
+
+Status SetBind(const std::string& setting, const std::vector<std::string>& hosts, SwitchConfig* c) {
+  for (const std::string& h : hosts) {
+    auto ep = net::ParseHost(h, 0);
+    if (!ep.ok()) {
+      return Bad(setting, h,
+                 "a numeric IPv4 or IPv6 address to bind, e.g. 0.0.0.0, ::, 127.0.0.1 or ::1");
+    }
+  }
+  c->server.bind = hosts;
+  return Status::Ok();
+}
+
+// A scalar TOML value as text (integers in decimal), or nullopt for other types.
+std::optional<std::string> ScalarText(const toml::node& node) {
+  if (auto i = node.as_integer()) return std::to_string(i->get());
+  if (auto s = node.as_string()) return s->get();
+  return std::nullopt;
+}
+
+std::string TypeName(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    default:
+      return "a date/time";
+  }
+}
+
+Result<dataplane::JobConfig> ParseTomlJob(const toml::table& t, const std::string& where) {
+  std::string spec;
+  std::optional<dataplane::BarrierParams> policy;
+  for (auto&& [k, node] : t) {
+    const std::string key(k.str());
+    if (key != "id" && key != "workers" && key != "elements" && key != "row" && key != "scale" &&
+        key != "key" && key != "policy") {
+      return Status::InvalidArgument(where + ": unknown key '" + key + "' (expected " +
+                                     std::string(kJobKeys) + ")");
+    }
+    auto text = ScalarText(node);
+    if (!text) {
+      return Status::InvalidArgument(where + ": " + key + " is " + TypeName(node) +
+                                     ", expected an integer or a string");
+    }
+    if (key == "policy") {
+      // Parsed apart: the general form "window=W,quorum=K,lag=L" contains commas.
+      auto p = dataplane::BarrierParams::Parse(*text);
+      if (!p.ok()) return Status::InvalidArgument(where + ": " + p.status().message());
+      policy = *p;
+      continue;
+    }
+    spec += (spec.empty() ? "" : ",") + key + "=" + *text;
+  }
+  auto job = dataplane::JobConfig::ParseSpec(spec);
+  if (!job.ok()) return Status::InvalidArgument(where + ": " + job.status().message());
+  if (policy) {
+    job->policy = *policy;
+    Status s = job->Validate();
+    if (!s.ok()) return Status::InvalidArgument(where + ": " + s.message());
+  }
+  return job;
+}
+
+}  // namespace
+
+bool ParseByteSize(std::string_view text, int* out) {
+  struct Suffix {
+    std::string_view name;
+    uint64_t mult;
+  };
+  static constexpr Suffix kSuffixes[] = {{"KiB", 1ull << 10}, {"MiB", 1ull << 20},
+                                         {"GiB", 1ull << 30}, {"K", 1ull << 10},
+                                         {"M", 1ull << 20},   {"G", 1ull << 30}};
+  uint64_t mult = 1;
+  for (const Suffix& s : kSuffixes) {
+    if (text.size() > s.name.size() && text.ends_with(s.name)) {
+      text.remove_suffix(s.name.size());
+      mult = s.mult;
+      break;
+    }
+  }
+  uint64_t v = 0;
+  if (!ParseU64(text, &v) || v > static_cast<uint64_t>(kMaxSocketBuffer) / mult) return false;
+  *out = static_cast<int>(v * mult);
+  return true;
+}
+
+bool IsLogLevel(std::string_view level) {
+  for (std::string_view l : {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
+    if (level == l) return true;
+  }
+  return false;
+}
+
+Status SwitchConfig::AddJob(const dataplane::JobConfig& job) {
+  for (const auto& j : jobs) {
+    if (j.id == job.id) {
+      return Status::AlreadyExists("job id " + std::to_string(job.id) +
+                                   " is defined twice (each id once, in the config file or "
+                                   "with --job)");
+    }
+  }
+  jobs.push_back(job);
+  return Status::Ok();
+}
+
+std::vector<std::string> SwitchConfig::Warnings() const {
+  std::vector<std::string> w;
+  bool loopback_only = !server.bind.empty();
+  for (const std::string& h : server.bind) {
+    auto ep = net::ParseHost(h, 0);
+    loopback_only = loopback_only && ep.ok() && net::IsLoopback(*ep);
+  }
+  for (const auto& j : jobs) {
+    if (j.key == 0) {
+      w.push_back("job " + std::to_string(j.id) +
+                  " has no key (key=0): any host that reaches the switch can join it and "
+                  "write its model; set key=<32-bit secret>");
+    }
+    const size_t datagram = proto::PacketSize(j.row_width);
+    if (!loopback_only && datagram > kEthernetUdpPayload) {
+      w.push_back("job " + std::to_string(j.id) + ": rows of " + std::to_string(j.row_width) +
+                  " values make " + std::to_string(datagram) +
+                  "-byte datagrams, more than a 1500-byte MTU carries (" +
+                  std::to_string(kEthernetUdpPayload) +
+                  "): they will be IP-fragmented; row=256 fits");
+    }
+  }
+  return w;
+}
+
+Result<SwitchConfig> ParseTomlConfig(std::string_view text, std::string_view source) {
+  const std::string src(source);
+  toml::table root;
+  try {
+    root = toml::parse(text, src);
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidArgument(src + ":" + std::to_string(e.source().begin.line) + ":" +
+                                   std::to_string(e.source().begin.column) + ": " +
+                                   std::string(e.description()));
+  }
+  SwitchConfig c;
+  for (auto&& [k, node] : root) {
+    const std::string key(k.str());
+    const std::string setting = src + ": " + key;
+    Status s;
+    if (key == "bind") {
+      std::vector<std::string> hosts;
+      if (auto str = node.as_string()) {
+        hosts.push_back(str->get());
+      } else if (auto arr = node.as_array()) {
+        for (const auto& elem : *arr) {
+          auto h = elem.as_string();
+          if (!h) {
+            return Status::InvalidArgument(setting +
+                                           ": expected a string or an array of "
+                                           "strings, found " +
+                                           TypeName(elem) + " in the array");
+          }
+          hosts.push_back(h->get());
+        }
+      } else {
+        return Status::InvalidArgument(setting + " is " + TypeName(node) +
+                                       ", expected an address or an array of addresses");
+      }
+      s = SetBind(setting, hosts, &c);
+    } else if (key == "job") {
+      auto arr = node.as_array();
+      if (arr == nullptr || !arr->is_array_of_tables()) {
+        return Status::InvalidArgument(setting + ": expected [[job]] tables");
+      }
+      for (size_t i = 0; i < arr->size(); ++i) {
+        auto job =
+            ParseTomlJob(*arr->get(i)->as_table(), src + ": [[job]] #" + std::to_string(i + 1));
+        if (!job.ok()) return job.status();
+        s = c.AddJob(*job);
+        if (!s.ok()) return Status::InvalidArgument(src + ": " + s.message());
+      }
+    } else if (key == "port" || key == "threads" || key == "batch" || key == "recv_buffer" ||
+               key == "send_buffer" || key == "log_level" || key == "fault") {
+      auto value = ScalarText(node);
+      if (!value) {
+        return Status::InvalidArgument(setting + " is " + TypeName(node) +
+                                       ", expected an integer or a string");
+      }
+      s = ApplySetting(key, setting, *value, &c);
+    } else {
+      return Status::InvalidArgument(src + ": unknown key '" + key + "' (expected " +
+                                     std::string(kTopKeys) + ")");
+    }
+    if (!s.ok()) return s;
+  }
+  return c;
+}
+
+Result<SwitchConfig> LoadTomlConfig(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status::NotFound("cannot read config file '" + path + "': " + std::strerror(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseTomlConfig(text.str(), path);
+}
+
+Result<SwitchConfig> BuildConfig(const SwitchFlags& flags) {
+  SwitchConfig c;
+  if (flags.config_path) {
+    auto file = LoadTomlConfig(*flags.config_path);
+    if (!file.ok()) return file.status();
+    c = std::move(*file);
+  }
+  if (!flags.bind.empty()) {
+    Status s = SetBind("--bind", flags.bind, &c);
+    if (!s.ok()) return s;
+  }
+  const std::pair<std::string_view, const std::optional<std::string>*> settings[] = {
+      {"port", &flags.port},
+      {"threads", &flags.threads},
+      {"batch", &flags.batch},
+      {"recv_buffer", &flags.recv_buffer},
+      {"send_buffer", &flags.send_buffer},
+      {"log_level", &flags.log_level},
+      {"fault", &flags.fault}};
+  for (const auto& [key, value] : settings) {
+    if (!value->has_value()) continue;
+    std::string flag = "--" + std::string(key);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    Status s = ApplySetting(key, flag, **value, &c);
+    if (!s.ok()) return s;
+  }
+  for (const std::string& spec : flags.jobs) {
+    auto job = dataplane::JobConfig::ParseSpec(spec);
+    if (!job.ok()) return Status::InvalidArgument("--job: " + job.status().message());
+    Status s = c.AddJob(*job);
+    if (!s.ok()) return s;
+  }
+  return c;
+}
+
+}  // namespace serene::switchd

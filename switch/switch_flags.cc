@@ -1,0 +1,44 @@
+#include "switch/switch_flags.h"
+
+#include <CLI/CLI.hpp>
+
+namespace serene::switchd {
+namespace {
+
+// Declares an option whose value is kept only if it was given.
+void Optional(CLI::App* app, const std::string& name, std::optional<std::string>* out,
+              const std::string& help, const std::string& type) {
+  app->add_option_function<std::string>(
+         name, [out](const std::string& v) { *out = v; }, help)
+      ->type_name(type);
+}
+
+}  // namespace
+
+void AddSwitchFlags(CLI::App* app, SwitchFlags* flags) {
+  Optional(app, "--config", &flags->config_path, "TOML config file (see docs/switch.md)", "FILE");
+  app->add_option("--bind", flags->bind,
+                  "Numeric address to listen on, repeatable (default: :: dual-stack, or "
+                  "0.0.0.0 without IPv6)")
+      ->type_name("ADDR");
+  Optional(app, "--port", &flags->port, "UDP port, 0 = ephemeral (default 7000)", "PORT");
+  Optional(app, "--threads", &flags->threads,
+           "Sockets and loop threads per address, 1..64 (default 1)", "N");
+  Optional(app, "--batch", &flags->batch, "Datagrams per recvmmsg, 1..1024 (default 32)", "N");
+  Optional(app, "--recv-buffer", &flags->recv_buffer,
+           "SO_RCVBUF per socket, e.g. 4MiB; 0 = kernel default (default 4MiB)", "BYTES");
+  Optional(app, "--send-buffer", &flags->send_buffer,
+           "SO_SNDBUF per socket, e.g. 4MiB; 0 = kernel default (default 4MiB)", "BYTES");
+  Optional(app, "--log-level", &flags->log_level,
+           "trace, debug, info, warn, error, critical or off (default info)", "LEVEL");
+  Optional(app, "--fault", &flags->fault,
+           "Fault injection: drop=P,dup=P,reorder=P,delay=D[..D],hold=D,seed=N,dir=rx|tx|both "
+           "(default none)",
+           "SPEC");
+  app->add_option("--job", flags->jobs,
+                  "Static job, repeatable: id=J,workers=N,elements=E[,row=R][,scale=S][,key=K]"
+                  "[,policy=sync|ssp:W|async|quorum:K:L]")
+      ->type_name("SPEC");
+}
+
+}  // namespace serene::switchd

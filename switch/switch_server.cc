@@ -1,0 +1,362 @@
+#include "switch/switch_server.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <system_error>
+#include <utility>
+
+#include "net/address.h"
+
+namespace serene::switchd {
+
+using std::chrono::nanoseconds;
+
+dataplane::Timestamp NowNanos() {
+  return static_cast<dataplane::Timestamp>(
+      std::chrono::duration_cast<nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+// One socket and what its loop thread owns.
+struct SwitchServer::Port {
+  net::UdpSocket socket;
+  size_t index = 0;
+  std::unique_ptr<net::FaultInjector> rx_faults;  // null when off for rx
+  std::unique_ptr<net::FaultInjector> tx_faults;  // null when off for tx
+
+  std::atomic<uint64_t> rx_datagrams{0};
+  std::atomic<uint64_t> rx_bytes{0};
+  std::atomic<uint64_t> rx_truncated{0};
+  std::atomic<uint64_t> rx_errors{0};
+  std::atomic<uint64_t> tx_datagrams{0};
+  std::atomic<uint64_t> tx_bytes{0};
+  std::atomic<uint64_t> tx_errors{0};
+
+  // Snapshots of the injectors' counters, published by the loop.
+  mutable std::mutex fault_mu;
+  net::FaultCounters rx_fault_counters;
+  net::FaultCounters tx_fault_counters;
+};
+
+namespace {
+
+// True for the 1st, 2nd, 4th, 8th, ... occurrence: logs a persistent error
+// without flooding the log.
+bool ShouldLog(uint64_t n) { return (n & (n - 1)) == 0; }
+
+// The loop of one port. Owns the scratch a loop needs; nothing here is shared.
+class PortLoop {
+ public:
+  PortLoop(SwitchServer::Port* port, const std::vector<std::unique_ptr<SwitchServer::Port>>* all,
+           dataplane::Pipeline* pipeline, const ServerOptions& options,
+           const std::atomic<bool>* stop)
+      : port_(*port),
+        all_(*all),
+        pipeline_(*pipeline),
+        options_(options),
+        stop_(*stop),
+        rx_(options.batch),
+        out_(dataplane::Output::ForBatch(options.batch)),
+        tx_(net::kMaxBatch) {}
+
+  void Run() {
+    while (!stop_.load(std::memory_order_relaxed)) {
+      auto n = port_.socket.Recv(&rx_, Timeout(NowNanos()));
+      const dataplane::Timestamp now = NowNanos();
+      if (!n.ok()) {
+        const uint64_t errors = port_.rx_errors.fetch_add(1, std::memory_order_relaxed) + 1;
+        if (ShouldLog(errors)) {
+          spdlog::error("receive failed ({} so far): {}", errors, n.status().message());
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // no hot spin on errors
+        continue;
+      }
+      for (size_t i = 0; i < *n; ++i) Receive(i, now);
+      if (port_.rx_faults) {
+        while (port_.rx_faults->Pop(now, &scratch_)) Process(scratch_.bytes, scratch_.peer, now);
+      }
+      Flush(now);
+      if (port_.tx_faults) DrainTx(now);
+      PublishFaultCounters();
+    }
+    // Deliver what the injectors still hold as if its time had come: a
+    // stopping switch loses nothing it accepted.
+    const dataplane::Timestamp now = NowNanos();
+    if (port_.rx_faults) {
+      while (auto due = port_.rx_faults->NextDue()) {
+        while (port_.rx_faults->Pop(std::max(now, *due), &scratch_)) {
+          Process(scratch_.bytes, scratch_.peer, now);
+        }
+      }
+    }
+    Flush(now);
+    if (port_.tx_faults) {
+      while (auto due = port_.tx_faults->NextDue()) DrainTx(std::max(now, *due));
+    }
+    PublishFaultCounters();
+  }
+
+ private:
+  // How long Recv may wait: the poll interval, or less when a delayed
+  // datagram falls due sooner.
+  nanoseconds Timeout(dataplane::Timestamp now) const {
+    nanoseconds timeout = options_.poll_interval;
+    for (const auto* inj : {port_.rx_faults.get(), port_.tx_faults.get()}) {
+      if (inj == nullptr) continue;
+      if (auto due = inj->NextDue()) {
+        timeout = std::min(timeout, nanoseconds(*due > now ? *due - now : 0));
+      }
+    }
+    return timeout;
+  }
+
+  void Receive(size_t i, dataplane::Timestamp now) {
+    if (rx_.truncated(i)) {
+      port_.rx_truncated.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    const auto data = rx_.data(i);
+    port_.rx_datagrams.fetch_add(1, std::memory_order_relaxed);
+    port_.rx_bytes.fetch_add(data.size(), std::memory_order_relaxed);
+    if (port_.rx_faults) {
+      port_.rx_faults->Push(rx_.source(i), data, now);
+    } else {
+      Process(data, rx_.source(i), now);
+    }
+  }
+
+  void Process(std::span<const uint8_t> data, const proto::Endpoint& src,
+               dataplane::Timestamp now) {
+    if (!out_.HasRoomForProcess()) Flush(now);
+    pipeline_.Process(data, src, now, &out_);
+  }
+
+  // Puts the Output on the wire (through the tx injector when it is on).
+  void Flush(dataplane::Timestamp now) {
+    if (out_.empty()) return;
+    if (port_.tx_faults) {
+      for (size_t i = 0; i < out_.size(); ++i) {
+        port_.tx_faults->Push(out_.packet(i).dst, out_.bytes(i), now);
+      }
+      out_.Clear();
+      DrainTx(now);
+      return;
+    }
+    for (size_t i = 0; i < out_.size(); ++i) {
+      const proto::Endpoint& dst = out_.packet(i).dst;
+      if (!port_.socket.CanReach(dst)) {
+        SendOne(dst, out_.bytes(i));  // e.g. a RELEASE for a rank of the other family
+        continue;
+      }
+      if (tx_.full()) SendBatch();
+      tx_.Add(dst, out_.bytes(i));
+    }
+    SendBatch();
+    out_.Clear();
+  }
+
+  void SendBatch() {
+    if (tx_.empty()) return;
+    net::SendResult r = port_.socket.Send(&tx_);
+    tx_.Clear();
+    Count(r.sent, r.failed, r.bytes, r.error);
+  }
+
+  // Sends the datagrams the tx injector has due (one at a time: a test path).
+  void DrainTx(dataplane::Timestamp now) {
+    while (port_.tx_faults->Pop(now, &tx_scratch_)) SendOne(tx_scratch_.peer, tx_scratch_.bytes);
+  }
+
+  // Sends one datagram through this port's socket, or through the first
+  // socket of the server that can reach `dst` when this one cannot (a rank
+  // released by another rank's CLOCK may use the other address family).
+  void SendOne(const proto::Endpoint& dst, std::span<const uint8_t> data) {
+    net::UdpSocket* socket = &port_.socket;
+    if (!socket->CanReach(dst)) {
+      for (const auto& p : all_) {
+        if (p->socket.CanReach(dst)) {
+          socket = &p->socket;
+          break;
+        }
+      }
+    }
+    Status s = socket->SendTo(dst, data);
+    Count(s.ok() ? 1 : 0, s.ok() ? 0 : 1, s.ok() ? data.size() : 0, s);
+  }
+
+  void Count(size_t sent, size_t failed, uint64_t bytes, const Status& error) {
+    port_.tx_datagrams.fetch_add(sent, std::memory_order_relaxed);
+    port_.tx_bytes.fetch_add(bytes, std::memory_order_relaxed);
+    if (failed == 0) return;
+    const uint64_t before = port_.tx_errors.fetch_add(failed, std::memory_order_relaxed);
+    for (uint64_t n = before + 1; n <= before + failed; ++n) {
+      if (ShouldLog(n)) {
+        spdlog::warn("send failed ({} so far): {}", n, error.message());
+        break;
+      }
+    }
+  }
+
+  void PublishFaultCounters() {
+    if (!port_.rx_faults && !port_.tx_faults) return;
+    std::lock_guard lock(port_.fault_mu);
+    if (port_.rx_faults) port_.rx_fault_counters = port_.rx_faults->counters();
+    if (port_.tx_faults) port_.tx_fault_counters = port_.tx_faults->counters();
+  }
+
+  SwitchServer::Port& port_;
+  const std::vector<std::unique_ptr<SwitchServer::Port>>& all_;  // fixed while loops run
+  dataplane::Pipeline& pipeline_;
+  const ServerOptions& options_;
+  const std::atomic<bool>& stop_;
+  net::RecvBatch rx_;
+  dataplane::Output out_;
+  net::SendBatch tx_;
+  net::FaultInjector::Datagram scratch_;     // rx injector output
+  net::FaultInjector::Datagram tx_scratch_;  // tx injector output
+};
+
+}  // namespace
+
+SwitchServer::SwitchServer(dataplane::Pipeline* pipeline, ServerOptions options)
+    : pipeline_(pipeline), options_(std::move(options)) {}
+
+SwitchServer::~SwitchServer() { Stop(); }
+
+Status SwitchServer::OpenPorts() {
+  const bool default_bind = options_.bind.empty();
+  std::vector<std::string> hosts = default_bind ? std::vector<std::string>{"::"} : options_.bind;
+  uint16_t port = options_.port;
+  for (std::string& host : hosts) {
+    for (uint32_t t = 0; t < options_.threads; ++t) {
+      net::UdpSocketOptions o;
+      o.address = host;
+      o.port = port;
+      o.reuse_port = options_.threads > 1;
+      o.recv_buffer_bytes = options_.recv_buffer;
+      o.send_buffer_bytes = options_.send_buffer;
+      auto socket = net::UdpSocket::Open(o);
+      if (!socket.ok() && default_bind && t == 0) {
+        // No IPv6 on this host: serve IPv4 only.
+        o.address = "0.0.0.0";
+        auto v4 = net::UdpSocket::Open(o);
+        if (v4.ok()) {
+          spdlog::info("IPv6 unavailable ({}); binding 0.0.0.0", socket.status().message());
+          host = o.address;
+          socket = std::move(v4);
+        }
+      }
+      if (!socket.ok()) return socket.status();
+      if (port == 0) port = socket->local().port;  // every socket shares the first one's port
+      if (ports_.empty()) {
+        auto rcv = socket->RecvBufferSize();
+        if (options_.recv_buffer > 0 && rcv.ok() && *rcv / 2 < options_.recv_buffer) {
+          spdlog::info("SO_RCVBUF: requested {} bytes, the kernel granted {} (net.core.rmem_max)",
+                       options_.recv_buffer, *rcv / 2);
+        }
+      }
+      auto p = std::make_unique<Port>();
+      p->socket = std::move(*socket);
+      p->index = ports_.size();
+      if (options_.fault.applies_to_rx()) {
+        p->rx_faults = std::make_unique<net::FaultInjector>(options_.fault, 2 * p->index);
+      }
+      if (options_.fault.applies_to_tx()) {
+        p->tx_faults = std::make_unique<net::FaultInjector>(options_.fault, 2 * p->index + 1);
+      }
+      ports_.push_back(std::move(p));
+    }
+  }
+  return Status::Ok();
+}
+
+Status SwitchServer::Start() {
+  std::lock_guard lock(lifecycle_mu_);
+  if (started_) return Status::FailedPrecondition("the switch server was already started");
+  started_ = true;
+  if (options_.threads < 1 || options_.batch < 1 || options_.batch > net::kMaxBatch) {
+    return Status::InvalidArgument("threads must be >= 1 and batch 1.." +
+                                   std::to_string(net::kMaxBatch));
+  }
+  Status s = OpenPorts();
+  if (!s.ok()) {
+    ports_.clear();
+    return s;
+  }
+  stop_.store(false);
+  running_.store(true, std::memory_order_release);
+  try {
+    for (auto& p : ports_) {
+      Port* port = p.get();
+      threads_.emplace_back([this, port] { Loop(port); });
+    }
+  } catch (const std::system_error& e) {
+    stop_.store(true);
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+    running_.store(false, std::memory_order_release);
+    return Status::Internal(std::string("cannot start a port thread: ") + e.what());
+  }
+  return Status::Ok();
+}
+
+void SwitchServer::Loop(Port* port) {
+  PortLoop loop(port, &ports_, pipeline_, options_, &stop_);
+  loop.Run();
+}
+
+void SwitchServer::Stop() {
+  std::lock_guard lock(lifecycle_mu_);
+  stop_.store(true);
+  for (auto& t : threads_) t.join();
+  threads_.clear();
+  running_.store(false, std::memory_order_release);
+}
+
+std::vector<proto::Endpoint> SwitchServer::local_endpoints() const {
+  std::vector<proto::Endpoint> eps;
+  for (const auto& p : ports_) eps.push_back(p->socket.local());
+  return eps;
+}
+
+Status SwitchServer::Send(const dataplane::Output& out) {
+  if (!running()) return Status::FailedPrecondition("the switch server is not running");
+  Status first_error;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const proto::Endpoint& dst = out.packet(i).dst;
+    auto it = std::find_if(ports_.begin(), ports_.end(),
+                           [&](const auto& p) { return p->socket.CanReach(dst); });
+    Status s = it == ports_.end()
+                   ? Status::Unavailable("no socket can reach " + net::FormatEndpoint(dst))
+                   : (*it)->socket.SendTo(dst, out.bytes(i));
+    if (s.ok()) {
+      control_tx_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      control_errors_.fetch_add(1, std::memory_order_relaxed);
+      if (first_error.ok()) first_error = s;
+    }
+  }
+  return first_error;
+}
+
+ServerCounters SwitchServer::counters() const {
+  ServerCounters c;
+  for (const auto& p : ports_) {
+    c.rx_datagrams += p->rx_datagrams.load(std::memory_order_relaxed);
+    c.rx_bytes += p->rx_bytes.load(std::memory_order_relaxed);
+    c.rx_truncated += p->rx_truncated.load(std::memory_order_relaxed);
+    c.rx_errors += p->rx_errors.load(std::memory_order_relaxed);
+    c.tx_datagrams += p->tx_datagrams.load(std::memory_order_relaxed);
+    c.tx_bytes += p->tx_bytes.load(std::memory_order_relaxed);
+    c.tx_errors += p->tx_errors.load(std::memory_order_relaxed);
+    std::lock_guard lock(p->fault_mu);
+    c.rx_faults += p->rx_fault_counters;
+    c.tx_faults += p->tx_fault_counters;
+  }
+  c.control_tx = control_tx_.load(std::memory_order_relaxed);
+  c.tx_errors += control_errors_.load(std::memory_order_relaxed);
+  return c;
+}
+
+}  // namespace serene::switchd

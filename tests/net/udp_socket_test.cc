@@ -1,0 +1,294 @@
+// UdpSocket over loopback: binding, batching, dual stack, SO_REUSEPORT,
+// truncation, buffer sizes and error messages (net/udp_socket.h).
+#include "net/udp_socket.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "net/address.h"
+
+namespace serene::net {
+namespace {
+
+using namespace std::chrono_literals;
+using Family = proto::Endpoint::Family;
+
+struct Received {
+  proto::Endpoint src;
+  std::vector<uint8_t> data;
+};
+
+UdpSocket OpenOrDie(const UdpSocketOptions& o) {
+  auto s = UdpSocket::Open(o);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return s.ok() ? std::move(*s) : UdpSocket();
+}
+
+UdpSocketOptions Opts(const std::string& address, uint16_t port = 0) {
+  UdpSocketOptions o;
+  o.address = address;
+  o.port = port;
+  return o;
+}
+
+// Receives until `want` datagrams arrived; the 5 s deadline only guards
+// against a hang, it is not what the tests measure.
+std::vector<Received> RecvN(UdpSocket& sock, size_t want, size_t batch_size = 8) {
+  RecvBatch batch(batch_size);
+  std::vector<Received> got;
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (got.size() < want && std::chrono::steady_clock::now() < deadline) {
+    auto n = sock.Recv(&batch, 50ms);
+    EXPECT_TRUE(n.ok()) << n.status().message();
+    if (!n.ok()) break;
+    for (size_t i = 0; i < *n; ++i) {
+      auto d = batch.data(i);
+      got.push_back({batch.source(i), {d.begin(), d.end()}});
+    }
+  }
+  return got;
+}
+
+std::vector<uint8_t> Payload(uint32_t i, size_t size = 8) {
+  std::vector<uint8_t> p(size, static_cast<uint8_t>(i * 7));
+  p[0] = static_cast<uint8_t>(i >> 8);
+  p[1] = static_cast<uint8_t>(i);
+  return p;
+}
+
+bool HaveIPv6Loopback() { return UdpSocket::Open(Opts("::1")).ok(); }
+
+TEST(UdpSocketTest, BindsEphemeralPortAndReportsIt) {
+  UdpSocket s = OpenOrDie(Opts("127.0.0.1"));
+  ASSERT_TRUE(s.is_open());
+  EXPECT_EQ(s.family(), AF_INET);
+  EXPECT_NE(s.local().port, 0);
+  EXPECT_EQ(FormatHost(s.local()), "127.0.0.1");
+  // The chosen port is really bound: another socket without SO_REUSEPORT is refused.
+  auto again = UdpSocket::Open(Opts("127.0.0.1", s.local().port));
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.status().message().find(FormatEndpoint(s.local())), std::string::npos)
+      << again.status().message();
+  EXPECT_NE(again.status().message().find("in use"), std::string::npos) << again.status().message();
+}
+
+TEST(UdpSocketTest, BatchedSendAndReceivePreserveBytesSourcesAndOrder) {
+  UdpSocket rx = OpenOrDie(Opts("127.0.0.1"));
+  UdpSocket tx = OpenOrDie(Opts("127.0.0.1"));
+  constexpr uint32_t kCount = 100;
+  std::vector<std::vector<uint8_t>> payloads;
+  for (uint32_t i = 0; i < kCount; ++i) payloads.push_back(Payload(i, 8 + i));
+  SendBatch batch(32);
+  size_t sent = 0;
+  for (uint32_t i = 0; i < kCount; ++i) {
+    if (batch.full()) {
+      SendResult r = tx.Send(&batch);
+      EXPECT_TRUE(r.error.ok()) << r.error.message();
+      sent += r.sent;
+      batch.Clear();
+    }
+    ASSERT_TRUE(batch.Add(rx.local(), payloads[i]));
+  }
+  SendResult r = tx.Send(&batch);
+  sent += r.sent;
+  EXPECT_EQ(r.failed, 0u);
+  EXPECT_EQ(sent, kCount);
+
+  auto got = RecvN(rx, kCount, 16);
+  ASSERT_EQ(got.size(), kCount);
+  for (uint32_t i = 0; i < kCount; ++i) {
+    EXPECT_EQ(got[i].data, payloads[i]) << i;
+    EXPECT_EQ(got[i].src, tx.local());
+  }
+}
+
+TEST(UdpSocketTest, RecvReturnsZeroWhenNothingArrives) {
+  UdpSocket s = OpenOrDie(Opts("127.0.0.1"));
+  RecvBatch batch(4);
+  auto n = s.Recv(&batch, 1ms);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 0u);
+  EXPECT_EQ(batch.size(), 0u);
+  n = s.Recv(&batch, 0ms);  // a pure poll
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 0u);
+}
+
+TEST(UdpSocketTest, SendToAndReceiveOverIPv6) {
+  if (!HaveIPv6Loopback()) GTEST_SKIP() << "no IPv6 loopback";
+  UdpSocket rx = OpenOrDie(Opts("::1"));
+  UdpSocket tx = OpenOrDie(Opts("::1"));
+  EXPECT_EQ(rx.family(), AF_INET6);
+  EXPECT_EQ(FormatHost(rx.local()), "::1");
+  ASSERT_TRUE(tx.SendTo(rx.local(), Payload(5)).ok());
+  auto got = RecvN(rx, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].src, tx.local());
+  EXPECT_EQ(got[0].data, Payload(5));
+}
+
+TEST(UdpSocketTest, DualStackSocketSeesIPv4PeersAsIPv4AndAnswersThem) {
+  if (!HaveIPv6Loopback()) GTEST_SKIP() << "no IPv6 loopback";
+  UdpSocket server = OpenOrDie(Opts("::"));
+  UdpSocket client = OpenOrDie(Opts("127.0.0.1"));
+  auto dst = ParseEndpoint("127.0.0.1:" + std::to_string(server.local().port));
+  ASSERT_TRUE(dst.ok());
+  ASSERT_TRUE(client.SendTo(*dst, Payload(1)).ok());
+  auto got = RecvN(server, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].src.family, Family::kIPv4);  // not ::ffff:127.0.0.1
+  EXPECT_EQ(got[0].src, client.local());
+  EXPECT_TRUE(server.CanReach(got[0].src));
+  // The reply goes back through the IPv6 socket to the IPv4 peer.
+  ASSERT_TRUE(server.SendTo(got[0].src, Payload(2)).ok());
+  auto reply = RecvN(client, 1);
+  ASSERT_EQ(reply.size(), 1u);
+  EXPECT_EQ(reply[0].data, Payload(2));
+}
+
+TEST(UdpSocketTest, V6OnlySocketRefusesIPv4Destinations) {
+  if (!HaveIPv6Loopback()) GTEST_SKIP() << "no IPv6 loopback";
+  UdpSocketOptions o = Opts("::");
+  o.v6_only = true;
+  UdpSocket s = OpenOrDie(o);
+  auto v4 = ParseEndpoint("127.0.0.1:9");
+  ASSERT_TRUE(v4.ok());
+  EXPECT_FALSE(s.CanReach(*v4));
+  SendBatch batch(2);
+  ASSERT_TRUE(batch.Add(*v4, Payload(1)));
+  SendResult r = s.Send(&batch);
+  EXPECT_EQ(r.sent, 0u);
+  EXPECT_EQ(r.failed, 1u);
+  EXPECT_NE(r.error.message().find("127.0.0.1:9"), std::string::npos) << r.error.message();
+}
+
+TEST(UdpSocketTest, IPv4SocketCannotSendToIPv6) {
+  UdpSocket s = OpenOrDie(Opts("127.0.0.1"));
+  auto v6 = ParseEndpoint("[::1]:9");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_FALSE(s.CanReach(*v6));
+  Status st = s.SendTo(*v6, Payload(1));
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("[::1]:9"), std::string::npos) << st.message();
+}
+
+TEST(UdpSocketTest, SendSkipsRefusedDatagramsAndSendsTheRest) {
+  UdpSocket rx = OpenOrDie(Opts("127.0.0.1"));
+  UdpSocket tx = OpenOrDie(Opts("127.0.0.1"));
+  auto v6 = ParseEndpoint("[::1]:9");
+  ASSERT_TRUE(v6.ok());
+  std::vector<uint8_t> a = Payload(1), b = Payload(2);
+  SendBatch batch(4);
+  ASSERT_TRUE(batch.Add(rx.local(), a));
+  ASSERT_TRUE(batch.Add(*v6, a));  // unreachable family: skipped, counted
+  ASSERT_TRUE(batch.Add(rx.local(), b));
+  SendResult r = tx.Send(&batch);
+  EXPECT_EQ(r.sent, 2u);
+  EXPECT_EQ(r.failed, 1u);
+  EXPECT_FALSE(r.error.ok());
+  auto got = RecvN(rx, 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].data, a);
+  EXPECT_EQ(got[1].data, b);
+}
+
+TEST(UdpSocketTest, ReusePortSpreadsPeersOverSiblingSockets) {
+  UdpSocketOptions o = Opts("127.0.0.1");
+  o.reuse_port = true;
+  UdpSocket first = OpenOrDie(o);
+  o.port = first.local().port;
+  UdpSocket second = OpenOrDie(o);
+  ASSERT_TRUE(second.is_open());
+  EXPECT_EQ(second.local(), first.local());
+
+  // 64 peers, one datagram each: the kernel hashes each peer to one socket.
+  constexpr size_t kPeers = 64;
+  std::vector<UdpSocket> peers;
+  for (size_t i = 0; i < kPeers; ++i) {
+    peers.push_back(OpenOrDie(Opts("127.0.0.1")));
+    ASSERT_TRUE(peers.back().SendTo(first.local(), Payload(static_cast<uint32_t>(i))).ok());
+  }
+  size_t a = 0, b = 0;
+  RecvBatch batch(64);
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (a + b < kPeers && std::chrono::steady_clock::now() < deadline) {
+    auto n1 = first.Recv(&batch, 10ms);
+    ASSERT_TRUE(n1.ok());
+    a += *n1;
+    auto n2 = second.Recv(&batch, 10ms);
+    ASSERT_TRUE(n2.ok());
+    b += *n2;
+  }
+  EXPECT_EQ(a + b, kPeers);
+  // With 64 random flows, one socket getting none has probability 2^-63.
+  EXPECT_GT(a, 0u);
+  EXPECT_GT(b, 0u);
+}
+
+TEST(UdpSocketTest, FlagsTruncatedDatagrams) {
+  UdpSocket rx = OpenOrDie(Opts("127.0.0.1"));
+  UdpSocket tx = OpenOrDie(Opts("127.0.0.1"));
+  ASSERT_TRUE(tx.SendTo(rx.local(), Payload(1, 32)).ok());
+  ASSERT_TRUE(tx.SendTo(rx.local(), Payload(2, 16)).ok());
+  RecvBatch batch(4, /*max_datagram=*/16);
+  size_t seen = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  std::vector<bool> truncated;
+  std::vector<size_t> sizes;
+  while (seen < 2 && std::chrono::steady_clock::now() < deadline) {
+    auto n = rx.Recv(&batch, 50ms);
+    ASSERT_TRUE(n.ok());
+    for (size_t i = 0; i < *n; ++i) {
+      truncated.push_back(batch.truncated(i));
+      sizes.push_back(batch.data(i).size());
+    }
+    seen += *n;
+  }
+  ASSERT_EQ(seen, 2u);
+  EXPECT_TRUE(truncated[0]);
+  EXPECT_EQ(sizes[0], 16u);
+  EXPECT_FALSE(truncated[1]);
+  EXPECT_EQ(sizes[1], 16u);
+}
+
+TEST(UdpSocketTest, BufferSizesAreApplied) {
+  UdpSocketOptions o = Opts("127.0.0.1");
+  o.recv_buffer_bytes = 96 * 1024;
+  o.send_buffer_bytes = 80 * 1024;
+  UdpSocket s = OpenOrDie(o);
+  auto rcv = s.RecvBufferSize();
+  auto snd = s.SendBufferSize();
+  ASSERT_TRUE(rcv.ok());
+  ASSERT_TRUE(snd.ok());
+  EXPECT_GE(*rcv, 96 * 1024);  // Linux doubles the request
+  EXPECT_GE(*snd, 80 * 1024);
+  ASSERT_TRUE(s.SetRecvBufferSize(200 * 1024).ok());
+  EXPECT_GE(*s.RecvBufferSize(), 200 * 1024);
+}
+
+TEST(UdpSocketTest, BindErrorsNameTheAddress) {
+  // 192.0.2.1 (TEST-NET-1) is not an address of this host.
+  auto s = UdpSocket::Open(Opts("192.0.2.1", 7000));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), Status::Code::kIoError);
+  EXPECT_NE(s.status().message().find("192.0.2.1:7000"), std::string::npos) << s.status().message();
+  auto bad = UdpSocket::Open(Opts("not-an-address"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("not-an-address"), std::string::npos);
+}
+
+TEST(UdpSocketTest, MoveTransfersOwnership) {
+  UdpSocket a = OpenOrDie(Opts("127.0.0.1"));
+  const int fd = a.fd();
+  UdpSocket b = std::move(a);
+  EXPECT_FALSE(a.is_open());  // NOLINT(bugprone-use-after-move): checking the moved-from state
+  EXPECT_EQ(b.fd(), fd);
+  b.Close();
+  EXPECT_FALSE(b.is_open());
+}
+
+}  // namespace
+}  // namespace serene::net

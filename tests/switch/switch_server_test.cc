@@ -1,0 +1,261 @@
+// SwitchServer in-process: real sockets on loopback, a real Pipeline; checks
+// threads sharing a port, control-plane Send(), fault injection at the ports
+// and stopping (switch/switch_server.h).
+#include "switch/switch_server.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "udp_peer.h"
+
+namespace serene::switchd::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using proto::Op;
+
+constexpr uint32_t kKey = 42;
+
+dataplane::JobConfig Job(uint32_t workers) {
+  auto c = dataplane::JobConfig::ParseSpec("id=1,workers=" + std::to_string(workers) +
+                                           ",elements=8,row=4,key=42");
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return *c;
+}
+
+ServerOptions Loopback(uint32_t threads = 1) {
+  ServerOptions o;
+  o.bind = {"127.0.0.1"};
+  o.port = 0;
+  o.threads = threads;
+  o.recv_buffer = 0;
+  o.send_buffer = 0;
+  return o;
+}
+
+Request Req(Op op, uint16_t worker, uint32_t clock = 0, uint32_t row = 0,
+            std::vector<int32_t> values = {}) {
+  return Request{op, 1, worker, kKey, clock, row, std::move(values), 0};
+}
+
+// Waits until `pred(counters)` holds; the guard only prevents a hang.
+template <typename Pred>
+bool WaitFor(const SwitchServer& server, Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!pred(server.counters())) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+TEST(SwitchServerTest, ThreadsShareOnePortAndAnswerEveryWorker) {
+  dataplane::Pipeline pipeline;
+  ASSERT_TRUE(pipeline.CreateJob(Job(16)).ok());
+  SwitchServer server(&pipeline, Loopback(/*threads=*/3));
+  ASSERT_TRUE(server.Start().ok());
+  auto eps = server.local_endpoints();
+  ASSERT_EQ(eps.size(), 3u);
+  EXPECT_NE(eps[0].port, 0);
+  EXPECT_EQ(eps[1], eps[0]);
+  EXPECT_EQ(eps[2], eps[0]);
+
+  std::vector<std::unique_ptr<UdpPeer>> peers;
+  for (uint16_t rank = 0; rank < 16; ++rank) {
+    peers.push_back(std::make_unique<UdpPeer>());
+    ASSERT_TRUE(peers.back()->Send(eps[0], Req(Op::kJoin, rank)));
+  }
+  for (uint16_t rank = 0; rank < 16; ++rank) {
+    auto ack = peers[rank]->Next();
+    ASSERT_TRUE(ack.has_value()) << rank;
+    EXPECT_EQ(ack->header.op, Op::kJoinAck);
+    EXPECT_EQ(ack->header.worker, rank);
+    EXPECT_EQ(ack->src, eps[0]);
+  }
+  server.Stop();
+  ServerCounters c = server.counters();
+  EXPECT_EQ(c.rx_datagrams, 16u);
+  EXPECT_EQ(c.tx_datagrams, 16u);
+  EXPECT_EQ(c.tx_errors, 0u);
+  EXPECT_GT(c.rx_bytes, 0u);
+  EXPECT_EQ(pipeline.global_counters().packets, 16u);
+}
+
+TEST(SwitchServerTest, SendDeliversPacketsOfControlOperations) {
+  dataplane::Pipeline pipeline;
+  ASSERT_TRUE(pipeline.CreateJob(Job(2)).ok());
+  SwitchServer server(&pipeline, Loopback());
+  ASSERT_TRUE(server.Start().ok());
+  const proto::Endpoint sw = server.local_endpoints()[0];
+  UdpPeer r0, r1;
+  ASSERT_TRUE(r0.Send(sw, Req(Op::kJoin, 0)));
+  ASSERT_TRUE(r0.Next().has_value());
+  ASSERT_TRUE(r1.Send(sw, Req(Op::kJoin, 1)));
+  ASSERT_TRUE(r1.Next().has_value());
+  // Rank 0 seeds and completes clock 0, then waits for rank 1 (SYNC)...
+  ASSERT_TRUE(r0.Send(sw, Req(Op::kInc, 0, 0, 0, {1, 2, 3, 4})));
+  ASSERT_TRUE(r0.Send(sw, Req(Op::kInc, 0, 0, 1, {5, 6, 7, 8})));
+  ASSERT_TRUE(r0.Send(sw, Req(Op::kClock, 0, 0, 2)));
+  ASSERT_TRUE(WaitFor(server, [](const ServerCounters& c) { return c.rx_datagrams == 5; }));
+  ASSERT_TRUE(WaitFor(server, [&](const ServerCounters&) {
+    auto t = pipeline.Telemetry(1);
+    return t.ok() && t->workers[0].waiting;
+  }));
+  // ...until the controller evicts rank 1: the RELEASE comes out of Evict.
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  ASSERT_TRUE(pipeline.Evict(1, 1, NowNanos(), &out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_TRUE(server.Send(out).ok());
+  auto release = r0.Next();
+  ASSERT_TRUE(release.has_value());
+  EXPECT_EQ(release->header.op, Op::kRelease);
+  EXPECT_EQ(release->header.clock, 0u);
+  EXPECT_EQ(release->src, sw);
+  EXPECT_EQ(server.counters().control_tx, 1u);
+
+  server.Stop();
+  server.Stop();  // idempotent
+  EXPECT_FALSE(server.Send(out).ok());
+}
+
+bool HaveIPv6Loopback() {
+  net::UdpSocketOptions o;
+  o.address = "::1";
+  return net::UdpSocket::Open(o).ok();
+}
+
+TEST(SwitchServerTest, ReleasesCrossAddressFamiliesWithSeparateBinds) {
+  if (!HaveIPv6Loopback()) GTEST_SKIP() << "no IPv6 loopback";
+  dataplane::Pipeline pipeline;
+  ASSERT_TRUE(pipeline.CreateJob(Job(2)).ok());
+  ServerOptions o = Loopback();
+  o.bind = {"127.0.0.1", "::1"};
+  SwitchServer server(&pipeline, o);
+  ASSERT_TRUE(server.Start().ok());
+  const auto eps = server.local_endpoints();
+  ASSERT_EQ(eps.size(), 2u);
+  EXPECT_EQ(eps[0].port, eps[1].port);  // the ephemeral port is shared
+  UdpPeer v4("127.0.0.1"), v6("::1");
+  ASSERT_TRUE(v4.Send(eps[0], Req(Op::kJoin, 0)));
+  ASSERT_TRUE(v4.Next().has_value());
+  ASSERT_TRUE(v6.Send(eps[1], Req(Op::kJoin, 1)));
+  ASSERT_TRUE(v6.Next().has_value());
+  // Rank 0 (IPv4) seeds and waits; rank 1's CLOCK arrives on the IPv6
+  // socket and releases both: rank 0's RELEASE must still reach it.
+  ASSERT_TRUE(v4.Send(eps[0], Req(Op::kInc, 0, 0, 0, {1, 2, 3, 4})));
+  ASSERT_TRUE(v4.Send(eps[0], Req(Op::kInc, 0, 0, 1, {5, 6, 7, 8})));
+  ASSERT_TRUE(v4.Send(eps[0], Req(Op::kClock, 0, 0, 2)));
+  ASSERT_TRUE(WaitFor(server, [&](const ServerCounters&) {
+    auto t = pipeline.Telemetry(1);
+    return t.ok() && t->workers[0].waiting;
+  }));
+  ASSERT_TRUE(v6.Send(eps[1], Req(Op::kClock, 1, 0, 0)));
+  auto r1 = v6.Next();
+  ASSERT_TRUE(r1.has_value());
+  EXPECT_EQ(r1->header.op, Op::kRelease);
+  auto r0 = v4.Next();
+  ASSERT_TRUE(r0.has_value());
+  EXPECT_EQ(r0->header.op, Op::kRelease);
+  EXPECT_EQ(r0->src, eps[0]);  // from the IPv4 socket
+  server.Stop();
+  EXPECT_EQ(server.counters().tx_errors, 0u);
+}
+
+TEST(SwitchServerTest, StartsOnlyOnceAndReportsBindErrors) {
+  dataplane::Pipeline pipeline;
+  SwitchServer server(&pipeline, Loopback());
+  ASSERT_TRUE(server.Start().ok());
+  EXPECT_FALSE(server.Start().ok());
+  const uint16_t port = server.local_endpoints()[0].port;
+
+  ServerOptions taken = Loopback();
+  taken.port = port;
+  SwitchServer second(&pipeline, taken);
+  Status s = second.Start();
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << s.message();
+  EXPECT_FALSE(second.running());
+  EXPECT_TRUE(second.local_endpoints().empty());
+}
+
+TEST(SwitchServerTest, RxDropAllKeepsEveryPacketFromThePipeline) {
+  dataplane::Pipeline pipeline;
+  ASSERT_TRUE(pipeline.CreateJob(Job(2)).ok());
+  ServerOptions o = Loopback();
+  o.fault = *net::FaultSpec::Parse("drop=1,seed=3");
+  SwitchServer server(&pipeline, o);
+  ASSERT_TRUE(server.Start().ok());
+  UdpPeer peer;
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(peer.Send(server.local_endpoints()[0], Req(Op::kJoin, 0)));
+  ASSERT_TRUE(WaitFor(server, [](const ServerCounters& c) { return c.rx_faults.offered == 10; }));
+  server.Stop();
+  ServerCounters c = server.counters();
+  EXPECT_EQ(c.rx_datagrams, 10u);
+  EXPECT_EQ(c.rx_faults.dropped, 10u);
+  EXPECT_EQ(c.rx_faults.delivered, 0u);
+  EXPECT_EQ(c.tx_faults.offered, 0u);  // dir=rx only
+  EXPECT_EQ(pipeline.global_counters().packets, 0u);
+  EXPECT_EQ(c.tx_datagrams, 0u);
+}
+
+TEST(SwitchServerTest, TxDuplicateSendsEveryReplyTwice) {
+  dataplane::Pipeline pipeline;
+  ASSERT_TRUE(pipeline.CreateJob(Job(2)).ok());
+  ServerOptions o = Loopback();
+  o.fault = *net::FaultSpec::Parse("dup=1,dir=tx");
+  SwitchServer server(&pipeline, o);
+  ASSERT_TRUE(server.Start().ok());
+  UdpPeer peer;
+  ASSERT_TRUE(peer.Send(server.local_endpoints()[0], Req(Op::kJoin, 0)));
+  auto a = peer.Next(), b = peer.Next();
+  ASSERT_TRUE(a.has_value());
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(a->header.op, Op::kJoinAck);
+  EXPECT_EQ(b->header.op, Op::kJoinAck);
+  EXPECT_EQ(a->values, b->values);
+  server.Stop();
+  EXPECT_EQ(pipeline.global_counters().packets, 1u);
+  EXPECT_EQ(server.counters().tx_faults.duplicated, 1u);
+  EXPECT_EQ(server.counters().tx_datagrams, 2u);
+}
+
+TEST(SwitchServerTest, DelayedDatagramsAreDeliveredWithoutWaitingForThePollInterval) {
+  dataplane::Pipeline pipeline;
+  ASSERT_TRUE(pipeline.CreateJob(Job(2)).ok());
+  ServerOptions o = Loopback();
+  o.fault = *net::FaultSpec::Parse("delay=20ms,dir=rx");
+  // A loop that slept for the whole poll interval would answer after 3 s,
+  // past the peer's 2 s guard: the loop must wake when the delay ends.
+  o.poll_interval = 3s;
+  SwitchServer server(&pipeline, o);
+  ASSERT_TRUE(server.Start().ok());
+  UdpPeer peer;
+  ASSERT_TRUE(peer.Send(server.local_endpoints()[0], Req(Op::kJoin, 0)));
+  auto ack = peer.Next(2s);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(ack->header.op, Op::kJoinAck);
+  EXPECT_EQ(server.counters().rx_faults.delayed, 1u);
+  server.Stop();
+}
+
+TEST(SwitchServerTest, HeldDatagramsAreProcessedAtStop) {
+  dataplane::Pipeline pipeline;
+  ASSERT_TRUE(pipeline.CreateJob(Job(2)).ok());
+  ServerOptions o = Loopback();
+  o.fault = *net::FaultSpec::Parse("delay=1s,dir=rx");
+  SwitchServer server(&pipeline, o);
+  ASSERT_TRUE(server.Start().ok());
+  UdpPeer peer;
+  ASSERT_TRUE(peer.Send(server.local_endpoints()[0], Req(Op::kJoin, 0)));
+  ASSERT_TRUE(WaitFor(server, [](const ServerCounters& c) { return c.rx_faults.offered == 1; }));
+  server.Stop();  // before the second is over
+  EXPECT_EQ(pipeline.global_counters().packets, 1u);
+  EXPECT_EQ(server.counters().rx_faults.delivered, 1u);
+}
+
+}  // namespace
+}  // namespace serene::switchd::testing
