@@ -593,8 +593,8 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
     so.address = sw->family == proto::Endpoint::Family::kIPv6 ? "::" : "0.0.0.0";
   }
   so.port = 0;
-  so.recv_buffer_bytes = options.recv_buffer_bytes;
-  so.send_buffer_bytes = options.recv_buffer_bytes;
+  so.recv_buffer_bytes = options.socket_buffer_bytes;
+  so.send_buffer_bytes = options.socket_buffer_bytes;
   Result<net::UdpSocket> sock = net::UdpSocket::Open(so);
   if (!sock.ok()) return sock.status();
   return std::unique_ptr<Client>(

@@ -106,6 +106,12 @@ Result<JobConfig> JobConfig::ParseSpec(std::string_view spec) {
       if (!serene::ParseUint32(val, &v32)) return bad("key must be a 32-bit decimal or 0x-hex number");
       c.key = v32;
     } else if (key == "policy") {
+      // The general form "window=W,quorum=K,lag=L" has commas of its own: it
+      // takes the rest of the spec, so it must come last.
+      if (val.starts_with("window=") || val.starts_with("quorum=") || val.starts_with("lag=")) {
+        val = spec.substr(static_cast<size_t>(kv.data() - spec.data()) + eq + 1);
+        start = spec.size() + 1;
+      }
       auto p = BarrierParams::Parse(val);
       if (!p.ok()) return bad(p.status().message());
       c.policy = *p;

@@ -65,8 +65,9 @@ struct ClientOptions {
   std::chrono::milliseconds max_timeout{1000};
   // A call fails once the switch has been silent this long. Env: SERENE_DEADLINE_S. Default 30 s.
   std::chrono::milliseconds deadline{30000};
-  // Socket receive buffer, bytes (a pull of a large model arrives in bursts).
-  int recv_buffer_bytes = 8 << 20;
+  // Socket receive and send buffers, bytes: a pull arrives and a push leaves
+  // in bursts of a whole model.
+  int socket_buffer_bytes = 8 << 20;
   // Treat the switch's SATURATED flag as an error (default) or only report it.
   bool fail_on_saturation = true;
 

@@ -20,6 +20,13 @@ TEST(JobConfig, ParsesFullSpec) {
   EXPECT_EQ(c->RowLength(155), 79510u - 155 * 512);
 }
 
+TEST(JobConfig, GeneralPolicyFormTakesTheRestOfTheSpec) {
+  auto c = JobConfig::ParseSpec("id=1,workers=4,elements=10,policy=window=2,quorum=3,lag=5");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->policy, (BarrierParams{2, 3, 5}));
+  EXPECT_FALSE(JobConfig::ParseSpec("id=1,workers=4,elements=10,policy=window=2,color=3").ok());
+}
+
 TEST(JobConfig, Defaults) {
   auto c = JobConfig::ParseSpec("id=1,workers=2,elements=10");
   ASSERT_TRUE(c.ok());

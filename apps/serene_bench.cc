@@ -1,0 +1,157 @@
+// serene-bench: runs N worker processes that aggregate known vectors through
+// a Serene switch, checks every result and reports throughput.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <optional>
+
+#include "common/parse.h"
+#include "dataplane/barrier_params.h"
+#include "loadgen/aggregate_worker.h"
+#include "loadgen/child_process.h"
+#include "loadgen/process_group.h"
+
+namespace {
+
+std::string SwitchBinary() {
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("serene-switch") : (self.parent_path() / "serene-switch").string();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "serene-bench: N worker processes aggregate known integer vectors through a Serene switch\n"
+      "for a number of clocks; every pull is checked against the exact sum. Without --switch it\n"
+      "starts its own serene-switch on a loopback port and prints its counters at the end."};
+  std::string switch_addr, policy = "sync", fault, key_text = "0x5E4E";
+  uint32_t workers = 4, clocks = 200, row = 256, straggle_ms = 0, window = 128, job = 1;
+  uint64_t elements = 100'000;
+  std::vector<uint32_t> stragglers;
+  bool quiet_switch = false;
+  app.add_option("--switch", switch_addr, "Switch address (host:port); default: start one");
+  app.add_option("--workers,-n", workers, "Worker processes")->check(CLI::Range(1, 256));
+  app.add_option("--elements,-e", elements, "Model size in int32 values")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 31));
+  app.add_option("--row", row, "Values per row (per datagram)")->check(CLI::Range(1, 16368));
+  app.add_option("--clocks,-c", clocks, "Clocks (iterations) per worker")->check(CLI::Range(1u, 1u << 30));
+  app.add_option("--policy", policy, "sync, ssp:W, async or quorum:K:L");
+  app.add_option("--job", job, "Job id")->check(CLI::Range(1, 65535));
+  app.add_option("--key", key_text, "Job key (decimal or 0x-hex)");
+  app.add_option("--fault", fault, "Fault injection spec for the started switch, e.g. drop=0.05,seed=1");
+  app.add_option("--straggler", stragglers, "Ranks that sleep before each step");
+  app.add_option("--straggle-ms", straggle_ms, "How long stragglers sleep per step (ms)");
+  app.add_option("--window", window, "READs in flight per worker")->check(CLI::Range(1, 65536));
+  app.add_flag("--quiet-switch", quiet_switch, "Do not print the started switch's log");
+  CLI11_PARSE(app, argc, argv);
+
+  auto params = serene::dataplane::BarrierParams::Parse(policy);
+  if (!params.ok()) {
+    fmt::print(stderr, "serene-bench: --policy: {}\n", params.status().message());
+    return 2;
+  }
+  uint32_t key = 0;
+  if (!serene::ParseUint32(key_text, &key)) {
+    fmt::print(stderr, "serene-bench: --key '{}': expected a 32-bit decimal or 0x-hex number\n",
+               key_text);
+    return 2;
+  }
+  for (uint32_t s : stragglers) {
+    if (s >= workers) {
+      fmt::print(stderr, "serene-bench: --straggler {} is not a rank below --workers {}\n", s,
+                 workers);
+      return 2;
+    }
+  }
+
+  std::unique_ptr<serene::loadgen::ChildProcess> sw;
+  if (switch_addr.empty()) {
+    std::vector<std::string> args = {
+        "--bind", "127.0.0.1", "--port", "0",
+        "--job", fmt::format("id={},workers={},elements={},row={},key={},policy={}", job, workers,
+                             elements, row, key, policy)};
+    if (!fault.empty()) args.insert(args.end(), {"--fault", fault});
+    sw = std::make_unique<serene::loadgen::ChildProcess>(SwitchBinary(), args);
+    auto line = sw->started() ? sw->WaitForOutput("listening on ") : std::nullopt;
+    if (!line) {
+      fmt::print(stderr, "serene-bench: could not start {}:\n{}\n", SwitchBinary(), sw->output());
+      return 1;
+    }
+    const size_t start = std::string("listening on ").size();
+    switch_addr = line->substr(start, line->find_first_of(" \n", start) - start);
+    fmt::print("started serene-switch on {} (job {}: {} workers, {} elements, policy {})\n",
+               switch_addr, job, workers, elements, policy);
+  } else if (!fault.empty()) {
+    fmt::print(stderr, "serene-bench: --fault applies only to a switch it starts; "
+                       "give it to your serene-switch instead\n");
+    return 2;
+  }
+
+  serene::loadgen::WorkerPlan plan;
+  plan.clocks = clocks;
+  plan.check_every_pull = params->Exact(workers);
+  fmt::print("{} workers x {} clocks of {} elements ({})...\n", workers, clocks, elements,
+             plan.check_every_pull ? "every pull is checked" : "final model is checked");
+  std::fflush(stdout);
+  auto results = serene::loadgen::RunChildren(workers, [&](size_t rank) {
+    serene::ClientOptions o;
+    o.switch_address = switch_addr;
+    o.job = static_cast<uint16_t>(job);
+    o.key = key;
+    o.rank = static_cast<uint32_t>(rank);
+    o.world_size = workers;
+    o.window = window;
+    serene::loadgen::WorkerPlan p = plan;
+    for (uint32_t s : stragglers) {
+      if (s == rank) p.straggle = std::chrono::milliseconds(straggle_ms);
+    }
+    return serene::loadgen::RunAggregateWorker(o, p).ToJson();
+  });
+  if (!results.ok()) {
+    fmt::print(stderr, "serene-bench: {}\n", results.status().message());
+    return 1;
+  }
+
+  bool all_ok = true;
+  double slowest = 0, wait_total = 0, wall_total = 0;
+  uint64_t retrans = 0, nacks = 0;
+  fmt::print("\n{:>4} {:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>5} {:>8} {:>6}  {}\n", "rank", "clocks",
+             "checked", "time s", "pull s", "push s", "wait s", "lead", "retrans", "nacks", "result");
+  for (const auto& child : *results) {
+    auto rep = serene::loadgen::WorkerReport::FromJson(child.line);
+    if (!rep.ok()) {
+      fmt::print("  a worker died (exit {}) without a report\n", child.exit_code);
+      all_ok = false;
+      continue;
+    }
+    all_ok &= rep->ok;
+    slowest = std::max(slowest, rep->seconds);
+    wait_total += rep->clock_wait_seconds;
+    wall_total += rep->seconds;
+    retrans += rep->stats.read_retransmits + rep->stats.clock_retransmits;
+    nacks += rep->stats.nacks;
+    fmt::print("{:>4} {:>6} {:>8} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>5} {:>8} {:>6}  {}\n",
+               rep->rank, rep->clocks, rep->pulls_checked, rep->seconds, rep->pull_seconds,
+               rep->push_seconds, rep->clock_wait_seconds, rep->max_lead,
+               rep->stats.read_retransmits + rep->stats.clock_retransmits, rep->stats.nacks,
+               rep->ok ? "OK" : "FAILED: " + rep->error);
+  }
+  const double bytes = 2.0 * 4.0 * static_cast<double>(elements) * clocks * workers;
+  fmt::print("\n{}: {} clocks in {:.3f} s ({:.1f} clocks/s), {:.2f} Gbit/s through the switch "
+             "(pull + push), waiting {:.0f}% of the time, {} retransmissions, {} NACKs\n",
+             all_ok ? "OK" : "FAILED", clocks, slowest, clocks / slowest,
+             bytes * 8 / slowest / 1e9, wall_total > 0 ? 100 * wait_total / wall_total : 0.0,
+             retrans, nacks);
+  if (sw) {
+    sw->Signal(SIGTERM);
+    sw->Wait();
+    if (!quiet_switch) fmt::print("\n--- serene-switch log ---\n{}", sw->output());
+  }
+  return all_ok ? 0 : 1;
+}

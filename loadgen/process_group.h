@@ -1,0 +1,25 @@
+// ProcessGroup: runs N copies of a function in forked child processes and
+// collects one line of output from each, for tools that need real separate
+// worker processes (serene-bench) without a launcher.
+//
+// Not thread-safe; fork before starting threads in the parent.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace serene::loadgen {
+
+struct ChildResult {
+  int exit_code = -1;   // 128 + signal if a signal ended it
+  std::string line;     // what the child returned
+};
+
+// Forks `n` children; child i runs body(i), whose string is sent to the
+// parent, then exits (0 if body returned, 1 if it threw). Waits for all.
+Result<std::vector<ChildResult>> RunChildren(size_t n, const std::function<std::string(size_t)>& body);
+
+}  // namespace serene::loadgen
