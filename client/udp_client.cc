@@ -18,6 +18,9 @@ namespace flags = proto::flags;
 
 constexpr size_t kBatch = 64;
 constexpr uint8_t kRowIdle = 0, kRowInFlight = 1, kRowDone = 2;
+constexpr std::chrono::milliseconds kClockRtoCap{100};
+constexpr std::chrono::milliseconds kMinRto{5};
+constexpr uint32_t kFastRetransmit = 3;
 
 std::string ClockText(uint32_t c) {
   return c == proto::kNoClock ? std::string("-1") : std::to_string(c);
@@ -38,8 +41,24 @@ UdpClient::UdpClient(const ClientOptions& options, net::UdpSocket socket,
 
 std::string UdpClient::local_address() const { return net::FormatEndpoint(socket_.local()); }
 
+void UdpClient::SampleRtt(SteadyClock::duration sample) {
+  // RFC 6298: SRTT and RTTVAR with gains 1/8 and 1/4.
+  if (!have_rtt_) {
+    srtt_ = sample;
+    rttvar_ = sample / 2;
+    have_rtt_ = true;
+    return;
+  }
+  const auto err = sample > srtt_ ? sample - srtt_ : srtt_ - sample;
+  rttvar_ = (3 * rttvar_ + err) / 4;
+  srtt_ = (7 * srtt_ + sample) / 8;
+}
+
 UdpClient::SteadyClock::duration UdpClient::Rto(uint32_t attempts) const {
-  auto t = std::chrono::duration_cast<SteadyClock::duration>(options_.initial_timeout);
+  // Before the first sample: initial_timeout. Then SRTT + 4 RTTVAR, at least
+  // kMinRto (scheduling noise on a loaded host), doubling per attempt.
+  auto t = have_rtt_ ? std::max<SteadyClock::duration>(srtt_ + 4 * rttvar_, kMinRto)
+                     : std::chrono::duration_cast<SteadyClock::duration>(options_.initial_timeout);
   const auto cap = std::chrono::duration_cast<SteadyClock::duration>(options_.max_timeout);
   for (uint32_t i = 0; i < attempts && t < cap; ++i) t *= 2;
   return std::min(t, cap);
@@ -199,6 +218,7 @@ Status UdpClient::AllocateForJob() {
   row_state_.assign(info_.rows, kRowIdle);
   row_sent_.assign(info_.rows, SteadyClock::time_point());
   row_attempts_.assign(info_.rows, 0);
+  row_overtaken_.assign(info_.rows, 0);
   return Status::Ok();
 }
 
@@ -282,6 +302,7 @@ Status UdpClient::PullFixed(std::span<int32_t> model) {
       row_state_[next] = kRowInFlight;
       row_sent_[next] = now;
       row_attempts_[next] = 0;
+      row_overtaken_[next] = 0;
       in_flight.push_back(next++);
     }
     Status f = Flush();
@@ -311,25 +332,44 @@ Status UdpClient::PullFixed(std::span<int32_t> model) {
         return false;
       }
       for (size_t i = 0; i < len; ++i) model[begin + i] = v.Value(i);
+      // Karn: only replies to requests sent once measure the round trip.
+      if (row_attempts_[h.row] == 0) SampleRtt(SteadyClock::now() - row_sent_[h.row]);
       row_state_[h.row] = kRowDone;
       ++got;
+      // Requests sent before this one and still unanswered were overtaken.
+      for (uint32_t r : in_flight) {
+        if (r == h.row) break;
+        if (row_state_[r] == kRowInFlight) ++row_overtaken_[r];
+      }
       return false;
     });
     if (!s.ok()) return s;
     if (!refused.ok()) return refused;
     if (saturated_ && options_.fail_on_saturation) return SaturationError();
 
-    // Drop answered rows, retransmit overdue ones.
+    // Drop answered rows; retransmit overdue ones, and (fast retransmit, as
+    // TCP's three duplicate ACKs) those overtaken by kFastRetransmit later
+    // replies: reordering alone rarely passes a request three times. A
+    // retransmitted row moves to the back, in send order.
     std::erase_if(in_flight, [&](uint32_t r) { return row_state_[r] == kRowDone; });
     const auto after = SteadyClock::now();
+    size_t kept = 0;
+    retransmitted_.clear();
     for (uint32_t r : in_flight) {
-      if (after < row_sent_[r] + Rto(row_attempts_[r])) continue;
+      if (after < row_sent_[r] + Rto(row_attempts_[r]) && row_overtaken_[r] < kFastRetransmit) {
+        in_flight[kept++] = r;
+        continue;
+      }
       Status q = Queue(Op::kRead, c, r, flags::kRetransmit, {});
       if (!q.ok()) return q;
       row_sent_[r] = after;
+      row_overtaken_[r] = 0;
       ++row_attempts_[r];
       ++stats_.read_retransmits;
+      retransmitted_.push_back(r);
     }
+    in_flight.resize(kept);
+    in_flight.insert(in_flight.end(), retransmitted_.begin(), retransmitted_.end());
     if (got < rows && SilentTooLong()) {
       return SilenceError("READ (" + std::to_string(rows - got) + " rows, clock " + ClockText(c) +
                           ")");
@@ -525,7 +565,10 @@ Result<ClockResult> UdpClient::AwaitRelease(uint32_t c, uint32_t rows_announced,
       s = send_clock(flags::kRetransmit);
       if (!s.ok()) return s;
       ++stats_.clock_retransmits;
-      next_send = now + Rto(++attempts);
+      // A lost RELEASE is only recovered by the next CLOCK, so while waiting
+      // at the barrier CLOCK backs off to kClockRtoCap, not max_timeout: a
+      // 24-byte packet every 100 ms costs nothing and bounds the recovery.
+      next_send = now + std::min<SteadyClock::duration>(Rto(++attempts), kClockRtoCap);
     }
     if (now >= next_probe) {
       // Retransmitted CLOCKs get no answer while we wait at the barrier; a

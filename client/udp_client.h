@@ -56,7 +56,9 @@ class UdpClient final : public Client {
   JobInfo ParseJoinAck(const proto::PacketView& v) const;
   Status AllocateForJob();
 
+  // Retransmission timeout after `attempts` retransmissions (adaptive, from READ round trips).
   SteadyClock::duration Rto(uint32_t attempts) const;
+  void SampleRtt(SteadyClock::duration sample);
   Status SilenceError(const std::string& what) const;  // DeadlineExceeded if silent too long
   bool SilentTooLong() const { return SteadyClock::now() - last_heard_ > options_.deadline; }
   Status Refused(const std::string& what, const proto::PacketView& error) const;
@@ -87,6 +89,13 @@ class UdpClient final : public Client {
   std::vector<uint8_t> row_state_;
   std::vector<SteadyClock::time_point> row_sent_;
   std::vector<uint32_t> row_attempts_;
+  std::vector<uint32_t> row_overtaken_;  // later replies seen while in flight
+  std::vector<uint32_t> retransmitted_;  // scratch
+
+  // Round-trip estimate (RFC 6298) from READs.
+  bool have_rtt_ = false;
+  SteadyClock::duration srtt_{0};
+  SteadyClock::duration rttvar_{0};
 
   ClientStats stats_;
 };
