@@ -14,6 +14,10 @@ PACKAGES=(
   liblua5.4-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libtorch-dev libgloo-dev
+  # libtorch's BLAS: Debian links the reference BLAS, 15-20x slower for the
+  # MLP; OpenBLAS (OpenMP flavour, so torch's thread setting limits it) takes
+  # over libblas.so.3 through the alternatives system.
+  libopenblas0-openmp
   # data and plots
   dataset-fashion-mnist gnuplot-nox
   # network namespaces for multi-host tests

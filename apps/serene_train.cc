@@ -1,0 +1,185 @@
+// serene-train: one data-parallel training worker (rank) on Fashion-MNIST.
+// Wiring only: flags -> TrainerOptions, data, backend, Trainer, metrics files.
+// See docs/training.md.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/parse.h"
+#include "train/fashion_mnist.h"
+#include "train/gloo_backend.h"
+#include "train/metrics.h"
+#include "train/model_layout.h"
+#include "train/network.h"
+#include "train/serene_backend.h"
+#include "train/straggler.h"
+#include "train/trainer.h"
+
+namespace st = serene::train;
+
+namespace {
+
+// Exit code 2 for bad flags or flag values, 1 for everything else.
+int Fail(const serene::Status& s) {
+  spdlog::error("{}", s.ToString());
+  return s.code() == serene::Status::Code::kInvalidArgument ? 2 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"serene-train: a data-parallel training worker (MLP/CNN on Fashion-MNIST)"};
+  std::string backend = "gloo", model = "mlp", straggler = "none", straggler_ranks = "all";
+  std::string eval_ranks = "0", data_dir = st::DefaultDataDir(), log_level = "info";
+  st::MetricsPaths paths;
+  st::GlooOptions gloo;
+  double gloo_timeout_s = 600;
+  st::TrainerOptions o;
+  o.max_steps = 2000;
+  int threads = 1;
+  app.add_option("--backend", backend, "Synchronization backend")
+      ->check(CLI::IsMember({"gloo", "serene"}))
+      ->capture_default_str();
+  app.add_option("--rank", gloo.rank, "This worker's rank")->envname("RANK")->required();
+  app.add_option("--world-size", gloo.world_size, "Number of ranks")
+      ->envname("WORLD_SIZE")
+      ->required()
+      ->check(CLI::Range(1, 65535));
+  std::string switch_addr = "127.0.0.1:7000", key_text = "0";
+  uint32_t job = 1;
+  app.add_option("--switch", switch_addr, "serene: switch address host:port")
+      ->envname("SERENE_SWITCH")
+      ->capture_default_str();
+  app.add_option("--job", job, "serene: job id on the switch")
+      ->envname("SERENE_JOB")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
+  app.add_option("--key", key_text, "serene: job key (decimal or 0x-hex)")
+      ->envname("SERENE_KEY")
+      ->capture_default_str();
+  app.add_option("--rendezvous", gloo.rendezvous_dir,
+                 "gloo: rendezvous directory shared by all ranks (file store; fresh per run)");
+  app.add_option("--run-id", gloo.run_id, "gloo: key prefix in the store")->capture_default_str();
+  app.add_option("--gloo-host", gloo.hostname, "gloo: address to bind")->capture_default_str();
+  app.add_option("--gloo-iface", gloo.iface, "gloo: interface to bind (overrides --gloo-host)");
+  app.add_option("--gloo-timeout", gloo_timeout_s, "gloo: rendezvous/collective timeout, s")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--model", model, "mlp (784-100-10) or cnn (LeNet-5)")
+      ->check(CLI::IsMember({"mlp", "cnn"}))
+      ->capture_default_str();
+  app.add_option("--lr", o.learning_rate, "SGD learning rate")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--batch", o.batch_size, "Examples per rank per step")
+      ->check(CLI::Range(1, 60000))
+      ->capture_default_str();
+  app.add_option("--steps", o.max_steps, "Step limit (0 = none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--time-limit", o.time_limit_s, "Time limit in seconds (0 = none)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--target-accuracy", o.target_accuracy,
+                 "Stop all ranks at this test accuracy (0 = never)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--eval-every", o.eval_every, "Steps between evaluations")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--eval-samples", o.eval_samples, "Test examples to evaluate (0 = all 10000)")
+      ->capture_default_str();
+  app.add_option("--eval-ranks", eval_ranks, "Ranks that evaluate: list, 'all' or 'none'")
+      ->capture_default_str();
+  app.add_option("--straggler", straggler,
+                 "none | slow_worker[:p[:min[:max]]] | failure[:p[:seconds]] | "
+                 "heterogeneous:factor")
+      ->capture_default_str();
+  app.add_option("--straggler-ranks", straggler_ranks, "Ranks the pattern applies to")
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of model, data order and stragglers")
+      ->capture_default_str();
+  app.add_option("--threads", threads, "libtorch threads per rank")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--data-dir", data_dir, "Fashion-MNIST IDX directory")
+      ->envname("SERENE_DATA_DIR")
+      ->capture_default_str();
+  app.add_option("--metrics", paths.json, "Write JSON metrics here ({rank} is replaced)");
+  app.add_option("--timeline-csv", paths.timeline_csv, "Write the accuracy timeline as CSV");
+  app.add_option("--iterations-csv", paths.iterations_csv, "Write per-iteration timings as CSV");
+  app.add_option("--log-every", o.log_every, "Steps between progress lines (0 = eval-every)")
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  if (gloo.rank < 0 || gloo.rank >= gloo.world_size) {
+    return Fail(serene::Status::InvalidArgument("--rank " + std::to_string(gloo.rank) +
+                                                " is not in [0, --world-size " +
+                                                std::to_string(gloo.world_size) + ")"));
+  }
+  serene::ClientOptions client;
+  if (backend == "serene") {
+    auto env = serene::ClientOptions::FromEnvironment();
+    if (!env.ok()) return Fail(env.status());
+    client = *env;
+    client.switch_address = switch_addr;
+    client.job = static_cast<uint16_t>(job);
+    client.rank = static_cast<uint32_t>(gloo.rank);
+    client.world_size = static_cast<uint32_t>(gloo.world_size);
+    if (!serene::ParseUint32(key_text, &client.key)) {
+      return Fail(serene::Status::InvalidArgument(
+          "--key '" + key_text + "': expected a 32-bit decimal or 0x-hex number"));
+    }
+  } else if (gloo.rendezvous_dir.empty()) {
+    return Fail(serene::Status::InvalidArgument("--backend gloo needs --rendezvous DIR"));
+  }
+  gloo.timeout = std::chrono::milliseconds(static_cast<int64_t>(gloo_timeout_s * 1000));
+  o.model = *st::ParseModelKind(model);
+  o.log_iterations = !paths.iterations_csv.empty();
+  auto spec = st::ParseStragglerSpec(straggler);
+  if (!spec.ok()) return Fail(spec.status());
+  o.straggler = *spec;
+  auto sranks = st::ParseRankList(straggler_ranks, gloo.world_size);
+  if (!sranks.ok()) return Fail(sranks.status());
+  o.straggler_ranks = *sranks;
+  auto eranks = st::ParseRankList(eval_ranks, gloo.world_size);
+  if (!eranks.ok()) return Fail(eranks.status());
+  o.eval_ranks = *eranks;
+  if (auto s = st::SetComputeThreads(threads); !s.ok()) return Fail(s);
+
+  auto train = st::LoadFashionMnist(data_dir, st::Split::kTrain);
+  if (!train.ok()) return Fail(train.status());
+  std::optional<st::Dataset> test;
+  if (std::find(o.eval_ranks.begin(), o.eval_ranks.end(), gloo.rank) != o.eval_ranks.end()) {
+    auto loaded = st::LoadFashionMnist(data_dir, st::Split::kTest);
+    if (!loaded.ok()) return Fail(loaded.status());
+    test = std::move(*loaded);
+  }
+  std::unique_ptr<st::Backend> sync;
+  if (backend == "serene") {
+    auto connected = st::SereneBackend::Connect(client, st::ParameterCount(o.model));
+    if (!connected.ok()) return Fail(connected.status());
+    sync = std::move(*connected);
+  } else {
+    auto connected = st::GlooBackend::Connect(gloo);
+    if (!connected.ok()) return Fail(connected.status());
+    sync = std::move(*connected);
+  }
+  auto trainer = st::Trainer::Create(o, *train, test ? &*test : nullptr, *sync);
+  if (!trainer.ok()) return Fail(trainer.status());
+  auto result = (*trainer)->Run();
+  if (!result.ok()) return Fail(result.status());
+
+  if (auto s = st::WriteMetrics(*result, paths); !s.ok()) return Fail(s);
+  return 0;
+}

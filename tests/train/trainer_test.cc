@@ -1,0 +1,275 @@
+#include "train/trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "tests/train/test_data.h"
+#include "train/gloo_backend.h"
+
+namespace serene::train {
+namespace {
+
+using testing::ScratchDir;
+
+TrainerOptions SmallRun() {
+  TrainerOptions o;
+  o.max_steps = 40;
+  o.eval_every = 10;
+  o.eval_samples = 1000;
+  o.log_every = -1;
+  return o;
+}
+
+struct RankResult {
+  Status status;
+  RunMetrics metrics;
+  std::vector<float> model;
+};
+
+// Trains `world` ranks on threads, each with its own Gloo context over TCP on
+// loopback, like separate processes would.
+std::vector<RankResult> TrainWithGloo(int world, const TrainerOptions& options) {
+  ScratchDir dir;
+  std::vector<RankResult> results(world);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world; ++rank) {
+    threads.emplace_back([&, rank] {
+      RankResult& out = results[rank];
+      GlooOptions g;
+      g.rank = rank;
+      g.world_size = world;
+      g.rendezvous_dir = dir.Sub("rdv");
+      g.timeout = std::chrono::seconds(60);
+      auto backend = GlooBackend::Connect(g);
+      if (!backend.ok()) {
+        out.status = backend.status();
+        return;
+      }
+      auto trainer = Trainer::Create(options, testing::TrainSet(), &testing::TestSet(), **backend);
+      if (!trainer.ok()) {
+        out.status = trainer.status();
+        return;
+      }
+      Result<RunMetrics> m = (*trainer)->Run();
+      out.status = m.status();
+      if (m.ok()) out.metrics = *m;
+      out.model.assign((*trainer)->model().begin(), (*trainer)->model().end());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return results;
+}
+
+bool BitIdentical(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(TrainerGlooTest, TwoRanksLearnAndStayBitIdentical) {
+  TrainerOptions o = SmallRun();
+  o.eval_ranks = {0, 1};
+  std::vector<RankResult> r = TrainWithGloo(2, o);
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE(rank);
+    ASSERT_TRUE(r[rank].status.ok()) << r[rank].status.ToString();
+    const RunMetrics& m = r[rank].metrics;
+    EXPECT_EQ(m.stop_reason, StopReason::kStepLimit);
+    EXPECT_EQ(m.iterations, 40);
+    EXPECT_EQ(m.parameters, 79510u);
+    ASSERT_EQ(m.timeline.size(), 5u);  // steps 0, 10, 20, 30, 40
+    EXPECT_EQ(m.timeline.back().step, 40);
+    // Training loss of steps 1-10 vs 31-40, and test loss before vs after.
+    EXPECT_LT(m.timeline[4].train_loss, 0.8 * m.timeline[1].train_loss);
+    EXPECT_LT(m.timeline[4].test_loss, 0.6 * m.timeline[0].test_loss);
+    EXPECT_GT(m.final_accuracy, 0.5);
+    EXPECT_EQ(m.final_accuracy, m.timeline.back().accuracy);
+    EXPECT_GT(m.compute_s, 0.0);
+  }
+  EXPECT_TRUE(BitIdentical(r[0].model, r[1].model));
+  EXPECT_FALSE(BitIdentical(r[0].model, InitialParameters(ModelKind::kMlp, o.seed)));
+  // Same model, same test subset: the same accuracy to the last bit.
+  EXPECT_EQ(r[0].metrics.final_accuracy, r[1].metrics.final_accuracy);
+  // The ranks trained on different data: their training losses differ.
+  EXPECT_NE(r[0].metrics.timeline[1].train_loss, r[1].metrics.timeline[1].train_loss);
+}
+
+TEST(TrainerGlooTest, SameSeedReproducesTheRunBitForBit) {
+  TrainerOptions o = SmallRun();
+  o.max_steps = 8;
+  o.eval_ranks = {};
+  o.straggler = *ParseStragglerSpec("heterogeneous:1.5");
+  o.straggler_ranks = {1};
+  std::vector<RankResult> a = TrainWithGloo(2, o);
+  std::vector<RankResult> b = TrainWithGloo(2, o);
+  ASSERT_TRUE(a[0].status.ok() && a[1].status.ok() && b[0].status.ok() && b[1].status.ok());
+  EXPECT_TRUE(BitIdentical(a[0].model, b[0].model));
+  EXPECT_TRUE(BitIdentical(a[0].model, a[1].model));
+  EXPECT_EQ(a[1].metrics.straggler, "heterogeneous:1.5");
+  EXPECT_EQ(a[1].metrics.slowed_iterations, 8);
+  EXPECT_GT(a[1].metrics.straggler_sleep_s, 0.0);
+  EXPECT_EQ(a[0].metrics.straggler, "none");
+  EXPECT_EQ(a[0].metrics.slowed_iterations, 0);
+  o.seed = 2;
+  std::vector<RankResult> c = TrainWithGloo(2, o);
+  ASSERT_TRUE(c[0].status.ok());
+  EXPECT_FALSE(BitIdentical(a[0].model, c[0].model));
+}
+
+TEST(TrainerGlooTest, TargetAccuracyEndsTheJobForEveryRank) {
+  TrainerOptions o = SmallRun();
+  o.max_steps = 300;
+  o.eval_every = 5;
+  o.target_accuracy = 0.6;
+  std::vector<RankResult> r = TrainWithGloo(2, o);
+  ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
+  ASSERT_TRUE(r[1].status.ok()) << r[1].status.ToString();
+  const RunMetrics& m0 = r[0].metrics;
+  const RunMetrics& m1 = r[1].metrics;
+  EXPECT_EQ(m0.stop_reason, StopReason::kTargetReached);
+  EXPECT_EQ(m1.stop_reason, StopReason::kFinishedByPeer);
+  EXPECT_LT(m0.iterations, 300);
+  EXPECT_EQ(m0.iterations % 5, 0);
+  EXPECT_EQ(m0.iterations, m1.iterations);
+  EXPECT_GE(m0.final_accuracy, 0.6);
+  EXPECT_TRUE(std::isfinite(m0.target_reached_s));
+  EXPECT_FALSE(m1.evaluates);
+  EXPECT_TRUE(std::isnan(m1.final_accuracy));
+  // Rank 1 dropped the round in which it learned of the end: both hold the
+  // model rank 0 evaluated.
+  EXPECT_TRUE(BitIdentical(r[0].model, r[1].model));
+}
+
+TEST(TrainerGlooTest, TimeLimitStopsEveryRank) {
+  TrainerOptions o = SmallRun();
+  o.max_steps = 0;
+  o.time_limit_s = 2.0;
+  std::vector<RankResult> r = TrainWithGloo(2, o);
+  ASSERT_TRUE(r[0].status.ok()) << r[0].status.ToString();
+  ASSERT_TRUE(r[1].status.ok()) << r[1].status.ToString();
+  for (const RankResult& x : r) {
+    EXPECT_TRUE(x.metrics.stop_reason == StopReason::kTimeLimit ||
+                x.metrics.stop_reason == StopReason::kFinishedByPeer);
+  }
+  EXPECT_EQ(r[0].metrics.iterations, r[1].metrics.iterations);
+  EXPECT_TRUE(BitIdentical(r[0].model, r[1].model));
+  EXPECT_TRUE(std::isfinite(r[0].metrics.final_accuracy));  // final evaluation
+}
+
+// A backend that records the loop's calls; it plays a world of 2 in which the
+// other rank pushes the same update, so the model moves by 2 * update.
+class RecordingBackend : public Backend {
+ public:
+  std::string_view name() const override { return "recording"; }
+  int rank() const override { return 0; }
+  int world_size() const override { return 2; }
+  Status Initialize(std::span<float> model) override {
+    ++initialize_calls;
+    initial.assign(model.begin(), model.end());
+    return Status::Ok();
+  }
+  Status Pull(std::span<float>, SyncTiming* timing) override {
+    EXPECT_FALSE(finish_called) << "Pull after Finish";
+    ++pulls;
+    timing->barrier_wait_s = 0.25;
+    return Status::Ok();
+  }
+  Status Push(std::span<const float> update, std::span<float> model, SyncTiming*) override {
+    EXPECT_FALSE(finish_called) << "Push after Finish";
+    if (pushes++ == 0) first_update.assign(update.begin(), update.end());
+    for (size_t i = 0; i < model.size(); ++i) model[i] += 2 * update[i];
+    return Status::Ok();
+  }
+  bool Finished() override { return false; }
+  Status Finish() override {
+    EXPECT_FALSE(finish_called) << "Finish twice";
+    finish_called = true;
+    return Status::Ok();
+  }
+
+  int initialize_calls = 0;
+  int pulls = 0;
+  int pushes = 0;
+  bool finish_called = false;
+  std::vector<float> initial;
+  std::vector<float> first_update;
+};
+
+TEST(TrainerTest, PushesMinusLrOverNTimesTheGradient) {
+  RecordingBackend backend;
+  TrainerOptions o = SmallRun();
+  o.max_steps = 3;
+  o.learning_rate = 0.05;
+  o.batch_size = 32;
+  o.seed = 17;
+  auto trainer = Trainer::Create(o, testing::TrainSet(), &testing::TestSet(), backend);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  Result<RunMetrics> m = (*trainer)->Run();
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(backend.initialize_calls, 1);
+  EXPECT_EQ(backend.pushes, 3);
+  EXPECT_EQ(backend.pulls, 4);  // the last Pull precedes the final evaluation
+  EXPECT_FALSE(backend.finish_called);
+  EXPECT_EQ(backend.initial, InitialParameters(ModelKind::kMlp, 17));
+  EXPECT_DOUBLE_EQ(m->barrier_wait_s, 1.0);
+  EXPECT_EQ(m->backend, "recording");
+
+  // Recompute rank 0's first batch and gradient independently.
+  auto batcher = ShardedBatcher::Create(testing::TrainSet(), {0, 2, 32, 17});
+  ASSERT_TRUE(batcher.ok());
+  Batch batch;
+  (*batcher)->Next(&batch);
+  auto net = Network::Create(ModelKind::kMlp);
+  ASSERT_TRUE(net.ok());
+  std::vector<float> grad(backend.initial.size());
+  ASSERT_TRUE((*net)->Gradient(backend.initial, batch, grad).ok());
+  ASSERT_EQ(backend.first_update.size(), grad.size());
+  const float scale = static_cast<float>(-0.05 / 2);
+  for (size_t i = 0; i < grad.size(); ++i) ASSERT_EQ(backend.first_update[i], scale * grad[i]) << i;
+}
+
+TEST(TrainerTest, TargetReachedCallsFinishOnceAndStops) {
+  RecordingBackend backend;
+  TrainerOptions o = SmallRun();
+  o.max_steps = 100;
+  o.eval_every = 1;
+  o.target_accuracy = 0.01;  // the initial model already beats it
+  auto trainer = Trainer::Create(o, testing::TrainSet(), &testing::TestSet(), backend);
+  ASSERT_TRUE(trainer.ok());
+  Result<RunMetrics> m = (*trainer)->Run();
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->stop_reason, StopReason::kTargetReached);
+  EXPECT_EQ(m->iterations, 0);
+  EXPECT_TRUE(backend.finish_called);
+  EXPECT_EQ(backend.pushes, 0);
+}
+
+TEST(TrainerTest, RejectsInconsistentOptions) {
+  RecordingBackend backend;
+  const Dataset& train = testing::TrainSet();
+  const Dataset* test = &testing::TestSet();
+  TrainerOptions o = SmallRun();
+  o.max_steps = 0;
+  EXPECT_EQ(Trainer::Create(o, train, test, backend).status().code(),
+            Status::Code::kInvalidArgument);
+  o = SmallRun();
+  EXPECT_FALSE(Trainer::Create(o, train, nullptr, backend).ok());  // rank 0 evaluates
+  o.learning_rate = -1;
+  EXPECT_FALSE(Trainer::Create(o, train, test, backend).ok());
+  o = SmallRun();
+  o.eval_every = 0;
+  EXPECT_FALSE(Trainer::Create(o, train, test, backend).ok());
+  o = SmallRun();
+  o.target_accuracy = 0.9;
+  o.eval_ranks = {};
+  EXPECT_FALSE(Trainer::Create(o, train, test, backend).ok());
+  o = SmallRun();
+  o.batch_size = 40000;  // larger than a shard of 30000
+  EXPECT_FALSE(Trainer::Create(o, train, test, backend).ok());
+}
+
+}  // namespace
+}  // namespace serene::train
