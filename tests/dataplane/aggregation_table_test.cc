@@ -18,13 +18,7 @@ using dataplane::Verdict;
 using proto::Op;
 
 JobConfig Job(uint32_t workers, BarrierParams p, uint64_t elements = 10, uint32_t row = 4) {
-  JobConfig c;
-  c.id = 1;
-  c.workers = workers;
-  c.elements = elements;
-  c.row_width = row;
-  c.policy = p;
-  return c;
+  return TestJob(workers, p, elements, row);
 }
 
 std::vector<int32_t> Row(const std::vector<int32_t>& v, uint32_t r, uint32_t width) {

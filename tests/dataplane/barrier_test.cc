@@ -14,13 +14,7 @@ using dataplane::JobConfig;
 using proto::Op;
 
 JobConfig Job(uint32_t workers, BarrierParams p, uint64_t elements = 10, uint32_t row = 4) {
-  JobConfig c;
-  c.id = 1;
-  c.workers = workers;
-  c.elements = elements;
-  c.row_width = row;
-  c.policy = p;
-  return c;
+  return TestJob(workers, p, elements, row);
 }
 
 // Harness with a job, every rank joined and clock 0 seeded and released.

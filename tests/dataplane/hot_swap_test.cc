@@ -15,13 +15,7 @@ using dataplane::Output;
 using proto::Op;
 
 JobConfig Job(uint32_t workers, BarrierParams p, uint64_t elements = 8, uint32_t row = 4) {
-  JobConfig c;
-  c.id = 1;
-  c.workers = workers;
-  c.elements = elements;
-  c.row_width = row;
-  c.policy = p;
-  return c;
+  return TestJob(workers, p, elements, row);
 }
 
 TEST(HotSwap, SwitchingToAsyncReleasesRanksWaitingForAStraggler) {

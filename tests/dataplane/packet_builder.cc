@@ -19,6 +19,17 @@ proto::Endpoint WorkerAddr(uint32_t rank, uint16_t port_base) {
   return e;
 }
 
+dataplane::JobConfig TestJob(uint32_t workers, dataplane::BarrierParams p, uint64_t elements,
+                             uint32_t row) {
+  dataplane::JobConfig c;
+  c.id = 1;
+  c.workers = workers;
+  c.elements = elements;
+  c.row_width = row;
+  c.policy = p;
+  return c;
+}
+
 void Harness::CreateJob(dataplane::JobConfig c) {
   if (c.key == 0) c.key = key_;
   key_ = c.key;

@@ -43,6 +43,10 @@ struct Emitted {
 
 proto::Endpoint WorkerAddr(uint32_t rank, uint16_t port_base = 40000);
 
+// Job 1 with `workers` ranks, `elements` values in rows of `row`, and policy `p`.
+dataplane::JobConfig TestJob(uint32_t workers, dataplane::BarrierParams p, uint64_t elements,
+                             uint32_t row);
+
 // Drives a pipeline with per-rank addresses and a manual clock.
 class Harness {
  public:

@@ -14,15 +14,7 @@ using dataplane::JobConfig;
 using dataplane::Verdict;
 using proto::Op;
 
-JobConfig Job(uint32_t workers, BarrierParams p) {
-  JobConfig c;
-  c.id = 1;
-  c.workers = workers;
-  c.elements = 6;
-  c.row_width = 3;
-  c.policy = p;
-  return c;
-}
+JobConfig Job(uint32_t workers, BarrierParams p) { return TestJob(workers, p, 6, 3); }
 
 TEST(Pipeline, CreateJobRefusesDuplicatesAndInvalidConfigs) {
   dataplane::Pipeline p;
