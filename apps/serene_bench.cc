@@ -121,8 +121,9 @@ int main(int argc, char** argv) {
   bool all_ok = true;
   double slowest = 0, wait_total = 0, wall_total = 0;
   uint64_t retrans = 0, nacks = 0;
-  fmt::print("\n{:>4} {:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>5} {:>8} {:>6}  {}\n", "rank", "clocks",
-             "checked", "time s", "pull s", "push s", "wait s", "lead", "retrans", "nacks", "result");
+  fmt::print("\n{:>4} {:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>5} {:>8} {:>8} {:>6}  {}\n", "rank",
+             "clocks", "checked", "time s", "pull s", "push s", "wait s", "lead", "re-READ",
+             "re-CLOCK", "nacks", "result");
   for (const auto& child : *results) {
     auto rep = serene::loadgen::WorkerReport::FromJson(child.line);
     if (!rep.ok()) {
@@ -136,10 +137,10 @@ int main(int argc, char** argv) {
     wall_total += rep->seconds;
     retrans += rep->stats.read_retransmits + rep->stats.clock_retransmits;
     nacks += rep->stats.nacks;
-    fmt::print("{:>4} {:>6} {:>8} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>5} {:>8} {:>6}  {}\n",
+    fmt::print("{:>4} {:>6} {:>8} {:>9.3f} {:>9.3f} {:>9.3f} {:>9.3f} {:>5} {:>8} {:>8} {:>6}  {}\n",
                rep->rank, rep->clocks, rep->pulls_checked, rep->seconds, rep->pull_seconds,
                rep->push_seconds, rep->clock_wait_seconds, rep->max_lead,
-               rep->stats.read_retransmits + rep->stats.clock_retransmits, rep->stats.nacks,
+               rep->stats.read_retransmits, rep->stats.clock_retransmits, rep->stats.nacks,
                rep->ok ? "OK" : "FAILED: " + rep->error);
   }
   const double bytes = 2.0 * 4.0 * static_cast<double>(elements) * clocks * workers;

@@ -19,7 +19,7 @@ namespace flags = proto::flags;
 constexpr size_t kBatch = 64;
 constexpr uint8_t kRowIdle = 0, kRowInFlight = 1, kRowDone = 2;
 constexpr std::chrono::milliseconds kClockRtoCap{100};
-constexpr std::chrono::milliseconds kMinRto{5};
+constexpr std::chrono::milliseconds kMinRto{10};
 constexpr uint32_t kFastRetransmit = 3;
 
 std::string ClockText(uint32_t c) {
@@ -139,6 +139,7 @@ Status UdpClient::Receive(SteadyClock::duration timeout, Handler&& handle) {
   if (timeout < SteadyClock::duration::zero()) timeout = SteadyClock::duration::zero();
   Result<size_t> n = socket_.Recv(&recv_, timeout);
   if (!n.ok()) return n.status();
+  backlog_ = *n == recv_.capacity();
   for (size_t i = 0; i < *n; ++i) {
     proto::PacketView v;
     auto data = recv_.data(i);
@@ -337,9 +338,13 @@ Status UdpClient::PullFixed(std::span<int32_t> model) {
       row_state_[h.row] = kRowDone;
       ++got;
       // Requests sent before this one and still unanswered were overtaken.
-      for (uint32_t r : in_flight) {
-        if (r == h.row) break;
-        if (row_state_[r] == kRowInFlight) ++row_overtaken_[r];
+      // A reply to a retransmitted row may answer its first copy, sent before
+      // rows now ahead of it in send order: it proves nothing (Karn again).
+      if (row_attempts_[h.row] == 0) {
+        for (uint32_t r : in_flight) {
+          if (r == h.row) break;
+          if (row_state_[r] == kRowInFlight) ++row_overtaken_[r];
+        }
       }
       return false;
     });
@@ -352,6 +357,9 @@ Status UdpClient::PullFixed(std::span<int32_t> model) {
     // replies: reordering alone rarely passes a request three times. A
     // retransmitted row moves to the back, in send order.
     std::erase_if(in_flight, [&](uint32_t r) { return row_state_[r] == kRowDone; });
+    // Replies may still be queued in the socket (this process was not
+    // scheduled for a while): read them before deciding anything timed out.
+    if (backlog_) continue;
     const auto after = SteadyClock::now();
     size_t kept = 0;
     retransmitted_.clear();

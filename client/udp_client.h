@@ -92,6 +92,9 @@ class UdpClient final : public Client {
   std::vector<uint32_t> row_overtaken_;  // later replies seen while in flight
   std::vector<uint32_t> retransmitted_;  // scratch
 
+  // The last Receive filled its batch: more datagrams may be queued.
+  bool backlog_ = false;
+
   // Round-trip estimate (RFC 6298) from READs.
   bool have_rtt_ = false;
   SteadyClock::duration srtt_{0};

@@ -1,8 +1,10 @@
 #include "dataplane/aggregation_table.h"
 
+#include <algorithm>
 #include <climits>
 
 #include "dataplane/policy_banks.h"
+#include "dataplane/row_ops.h"
 #include "proto/codec.h"
 
 namespace serene::dataplane {
@@ -23,13 +25,8 @@ void MaybeFoldRow(JobState& job, uint32_t row) {
   int32_t* vis = job.VisibleRow(row);
   int32_t* pen = job.PendingRow(row);
   const uint32_t n = job.config.RowLength(row);
-  uint32_t clamps = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    bool clamped = false;
-    vis[i] = SaturatingAdd(vis[i], pen[i], &clamped);
-    clamps += clamped;
-    pen[i] = 0;
-  }
+  const uint32_t clamps = AddRowSaturating(vis, pen, n);
+  std::fill(pen, pen + n, 0);
   job.pending_clock[row] = proto::kNoClock;
   ++job.counters.folds;
   NoteClamps(job, clamps);
@@ -60,14 +57,7 @@ bool ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
       dst = job.PendingRow(row);
     }
   }
-  const uint32_t n = job.config.RowLength(row);
-  uint32_t clamps = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    bool clamped = false;
-    dst[i] = SaturatingAdd(dst[i], proto::LoadI32(be_values + i * proto::kValueSize), &clamped);
-    clamps += clamped;
-  }
-  NoteClamps(job, clamps);
+  NoteClamps(job, AddRowFromBigEndian(dst, be_values, job.config.RowLength(row)));
   return true;
 }
 
@@ -77,14 +67,10 @@ bool ReadRow(JobState& job, uint32_t row, uint32_t clock, uint8_t* out_be) {
   const uint32_t n = job.config.RowLength(row);
   const bool exact = ExactAt(job, clock);
   if (exact || job.pending_clock[row] == proto::kNoClock) {
-    for (uint32_t i = 0; i < n; ++i) proto::StoreI32(out_be + i * proto::kValueSize, vis[i]);
+    StoreRowBigEndian(out_be, vis, n);
     return exact;
   }
-  const int32_t* pen = job.PendingRow(row);
-  bool clamped = false;
-  for (uint32_t i = 0; i < n; ++i) {
-    proto::StoreI32(out_be + i * proto::kValueSize, SaturatingAdd(vis[i], pen[i], &clamped));
-  }
+  StoreRowSumBigEndian(out_be, vis, job.PendingRow(row), n);
   return false;
 }
 

@@ -42,14 +42,4 @@ bool ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
 // RowLength(r) values). Returns true if the row was served exactly.
 bool ReadRow(JobState& job, uint32_t row, uint32_t clock, uint8_t* out_be);
 
-// a + b clamped to int32; sets *clamped when it clamps.
-inline int32_t SaturatingAdd(int32_t a, int32_t b, bool* clamped) {
-  int32_t r;
-  if (__builtin_add_overflow(a, b, &r)) {
-    *clamped = true;
-    return b > 0 ? INT32_MAX : INT32_MIN;
-  }
-  return r;
-}
-
 }  // namespace serene::dataplane

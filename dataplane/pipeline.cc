@@ -9,6 +9,7 @@
 #include "dataplane/membership.h"
 #include "dataplane/policy_banks.h"
 #include "dataplane/requests.h"
+#include "dataplane/row_ops.h"
 
 namespace serene::dataplane {
 namespace {
@@ -187,13 +188,10 @@ Result<std::vector<int32_t>> Pipeline::Model(uint16_t job) const {
   if (j == nullptr) return NoJob(job);
   std::lock_guard lock(j->mu);
   std::vector<int32_t> model(j->visible);
-  bool clamped = false;
   for (uint32_t r = 0; r < j->rows; ++r) {
     if (j->pending_clock[r] == proto::kNoClock) continue;
     const size_t base = size_t{r} * j->config.row_width;
-    for (uint32_t i = 0; i < j->config.RowLength(r); ++i) {
-      model[base + i] = SaturatingAdd(model[base + i], j->pending[base + i], &clamped);
-    }
+    AddRowSaturating(model.data() + base, j->pending.data() + base, j->config.RowLength(r));
   }
   return model;
 }

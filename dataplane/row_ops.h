@@ -1,0 +1,27 @@
+// Row kernels of the aggregation table: saturating int32 additions and the
+// conversions between the table (host order) and packets (big-endian). They
+// are the data plane's inner loops (one row of up to 16368 values per
+// packet), so they are written branch-free in 32-bit lanes, compiled with
+// -O3, and cloned for AVX2 with a baseline x86-64 fallback chosen at load
+// time (GCC target_clones), so the binary still runs on any x86-64.
+//
+// All functions are pure; `dst` and the sources must not overlap.
+#pragma once
+
+#include <cstdint>
+
+namespace serene::dataplane {
+
+// dst[i] = sat(dst[i] + src[i]); returns how many additions were clamped.
+uint32_t AddRowSaturating(int32_t* dst, const int32_t* src, uint32_t n);
+
+// dst[i] = sat(dst[i] + be32(src + 4i)); returns how many were clamped.
+uint32_t AddRowFromBigEndian(int32_t* dst, const uint8_t* src, uint32_t n);
+
+// Writes a[i] as big-endian int32 at dst + 4i.
+void StoreRowBigEndian(uint8_t* dst, const int32_t* a, uint32_t n);
+
+// Writes sat(a[i] + b[i]) as big-endian int32 at dst + 4i.
+void StoreRowSumBigEndian(uint8_t* dst, const int32_t* a, const int32_t* b, uint32_t n);
+
+}  // namespace serene::dataplane
