@@ -1,0 +1,72 @@
+#include "experiment/commands.h"
+
+#include <fmt/format.h>
+
+#include "train/model_layout.h"
+
+namespace serene::experiment {
+
+std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job, uint32_t key) {
+  return fmt::format("id={},workers={},elements={},row={},key={:#x},policy={}", job, s.workers,
+                     train::ParameterCount(s.model), s.row, key, run.policy);
+}
+
+std::vector<std::string> SwitchArgs(const Scenario& s, const RunSpec& run, uint16_t job,
+                                    uint32_t key) {
+  return {"--bind",      "127.0.0.1", "--port", "0",
+          "--log-level", "info",      "--job",  SwitchJobSpec(s, run, job, key)};
+}
+
+std::vector<std::string> TrainArgs(const Scenario& s, const RunSpec& run, int rank,
+                                   const RunContext& ctx) {
+  std::vector<std::string> a = {"--backend",    std::string(BackendName(run.backend)),
+                                "--rank",       std::to_string(rank),
+                                "--world-size", std::to_string(s.workers)};
+  if (run.backend == BackendKind::kSerene) {
+    a.insert(a.end(), {"--switch", ctx.switch_address, "--job", std::to_string(ctx.job), "--key",
+                       fmt::format("{:#x}", ctx.key)});
+  } else {
+    a.insert(a.end(), {"--rendezvous", RendezvousDir(ctx.dir)});
+  }
+  a.insert(a.end(), {"--model",
+                     std::string(train::ModelKindName(s.model)),
+                     "--lr",
+                     fmt::format("{}", s.learning_rate),
+                     "--batch",
+                     std::to_string(s.batch),
+                     "--steps",
+                     std::to_string(s.steps),
+                     "--target-accuracy",
+                     fmt::format("{}", s.target_accuracy),
+                     "--eval-every",
+                     std::to_string(s.eval_every),
+                     "--eval-samples",
+                     std::to_string(s.eval_samples),
+                     "--eval-ranks",
+                     "0",
+                     "--straggler",
+                     s.straggler,
+                     "--straggler-ranks",
+                     s.straggler_ranks,
+                     "--seed",
+                     std::to_string(s.seed),
+                     "--threads",
+                     std::to_string(s.threads),
+                     "--metrics",
+                     MetricsPath(ctx.dir, rank)});
+  return a;
+}
+
+std::string MetricsPath(const std::string& dir, int rank) {
+  return fmt::format("{}/rank{}.json", dir, rank);
+}
+
+std::string LogPath(const std::string& dir, int rank) {
+  return fmt::format("{}/rank{}.log", dir, rank);
+}
+
+std::string RendezvousDir(const std::string& dir) { return dir + "/rendezvous"; }
+
+uint32_t RunKey(size_t index) { return 0x5E7E0000u + static_cast<uint32_t>(index % 0x10000) + 1; }
+
+}  // namespace serene::experiment

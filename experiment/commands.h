@@ -1,0 +1,53 @@
+// Command lines of one run's processes: the serene-switch that holds the job
+// (Serene runs) and the N serene-train ranks, all on this host over loopback.
+//
+// Every rank gets the scenario's training flags (model, budget, target,
+// stragglers, seed, hyperparameters), writes its metrics JSON into the run
+// directory and evaluates on rank 0 only (under SYNC every rank holds the
+// same model; the ranks share a few cores). Serene ranks talk to the switch
+// named by the context; Gloo ranks meet in a fresh file-store rendezvous
+// directory inside the run directory.
+//
+// Pure functions; thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "experiment/scenario.h"
+
+namespace serene::experiment {
+
+// Where a run's processes meet and write.
+struct RunContext {
+  std::string dir;             // the run directory (exists)
+  std::string switch_address;  // serene: "127.0.0.1:PORT" of the started switch
+  uint16_t job = 1;            // serene: job id on the switch
+  uint32_t key = 0;            // serene: the job's key
+};
+
+// The job spec of serene-switch's --job flag:
+// "id=J,workers=N,elements=<ParameterCount(model)>,row=R,key=0x...,policy=P".
+// REQUIRES: run.backend == kSerene.
+std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job, uint32_t key);
+
+// serene-switch's arguments: loopback, an ephemeral port (it logs "listening
+// on ADDR"), log level info, the job.
+std::vector<std::string> SwitchArgs(const Scenario& s, const RunSpec& run, uint16_t job,
+                                    uint32_t key);
+
+// serene-train's arguments for `rank`.
+std::vector<std::string> TrainArgs(const Scenario& s, const RunSpec& run, int rank,
+                                   const RunContext& ctx);
+
+// Files in a run directory.
+std::string MetricsPath(const std::string& dir, int rank);  // dir/rank<r>.json
+std::string LogPath(const std::string& dir, int rank);      // dir/rank<r>.log
+std::string RendezvousDir(const std::string& dir);          // dir/rendezvous
+
+// The job key of the run at `index`, distinct per run (each run also has its
+// own switch on its own ephemeral port).
+uint32_t RunKey(size_t index);
+
+}  // namespace serene::experiment

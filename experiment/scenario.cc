@@ -1,0 +1,443 @@
+#include "experiment/scenario.h"
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "common/parse.h"
+#include "dataplane/barrier_params.h"
+#include "train/straggler.h"
+
+namespace serene::experiment {
+namespace {
+
+constexpr int kMaxWorkers = 256;  // ranks per switch job
+constexpr int64_t kTrainExamples = 60000;
+constexpr int64_t kTestExamples = 10000;
+constexpr uint32_t kMaxRow = 16368;  // the switch's limit (one datagram)
+
+Status Bad(const std::string& where, std::string_view value, std::string_view expected) {
+  return Status::InvalidArgument(fmt::format("{} '{}': expected {}", where, value, expected));
+}
+
+bool ParseInt(std::string_view s, int64_t* out) {
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && ptr == s.data() + s.size();
+}
+
+bool ParseReal(std::string_view s, double* out) {
+  if (s.empty()) return false;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(*out);
+}
+
+// An integer field within [lo, hi].
+template <typename T>
+Status SetInt(const std::string& where, std::string_view v, int64_t lo, int64_t hi, T* out) {
+  int64_t x = 0;
+  if (!ParseInt(v, &x) || x < lo || x > hi) {
+    return Bad(where, v, fmt::format("an integer {}..{}", lo, hi));
+  }
+  *out = static_cast<T>(x);
+  return Status::Ok();
+}
+
+// A policy the switch's --job flag takes, or an error naming the forms.
+Status CheckPolicy(const std::string& where, std::string_view policy) {
+  constexpr std::string_view kForms = "sync, ssp:W, async or quorum:K:L";
+  if (policy.find_first_of("=,") != std::string_view::npos) {
+    return Bad(where, policy, std::string(kForms) + " (the named forms only)");
+  }
+  auto p = dataplane::BarrierParams::Parse(policy);
+  if (p.ok()) return Status::Ok();
+  // The parser says "bad policy 'TEXT': REASON (expected ...)": keep REASON.
+  std::string reason = p.status().message();
+  const size_t from = reason.find("': ");
+  const size_t to = reason.rfind(" (expected");
+  reason = from != std::string::npos && to != std::string::npos && to > from
+               ? reason.substr(from + 3, to - from - 3)
+               : "unknown policy";
+  return Bad(where, policy, std::string(kForms) + "; " + reason);
+}
+
+Result<BackendKind> ParseBackend(const std::string& where, std::string_view text) {
+  if (text == "serene") return BackendKind::kSerene;
+  if (text == "gloo") return BackendKind::kGloo;
+  return Bad(where, text, "serene or gloo");
+}
+
+// Appends " #2", " #3", ... to labels used by an earlier run.
+void Deduplicate(std::vector<RunSpec>* runs) {
+  for (auto it = runs->begin(); it != runs->end(); ++it) {
+    auto taken = [&](const std::string& label) {
+      return std::any_of(runs->begin(), it, [&](const RunSpec& r) { return r.label == label; });
+    };
+    const std::string base = it->label;
+    for (int n = 2; taken(it->label); ++n) it->label = base + " #" + std::to_string(n);
+  }
+}
+
+std::string TypeName(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    default:
+      return "a date/time";
+  }
+}
+
+// A scalar TOML value as text: strings as written, numbers in a form the
+// setters parse back exactly.
+std::optional<std::string> ScalarText(const toml::node& node) {
+  if (auto s = node.as_string()) return s->get();
+  if (auto i = node.as_integer()) return std::to_string(i->get());
+  if (auto f = node.as_floating_point()) return fmt::format("{}", f->get());
+  return std::nullopt;
+}
+
+Result<RunSpec> ParseTomlRun(const toml::table& t, const std::string& where) {
+  RunSpec run;
+  std::optional<std::string> label, policy;
+  for (auto&& [k, node] : t) {
+    const std::string key(k.str());
+    auto text = node.as_string();
+    if (key != "label" && key != "backend" && key != "policy") {
+      return Status::InvalidArgument(where + ": unknown key '" + key +
+                                     "' (expected label, backend, policy)");
+    }
+    if (text == nullptr) {
+      return Status::InvalidArgument(where + ": " + key + " is " + TypeName(node) +
+                                     ", expected a string");
+    }
+    if (key == "label") label = text->get();
+    if (key == "policy") policy = text->get();
+    if (key == "backend") {
+      auto b = ParseBackend(where + ": backend", text->get());
+      if (!b.ok()) return b.status();
+      run.backend = *b;
+    }
+  }
+  if (run.backend == BackendKind::kGloo) {
+    run.policy = policy.value_or("");
+  } else {
+    run.policy = policy.value_or("sync");
+    if (auto s = CheckPolicy(where + ": policy", run.policy); !s.ok()) return s;
+  }
+  run.label = label.value_or(DefaultLabel(run.backend, run.policy));
+  return run;
+}
+
+std::string Real(double v) { return fmt::format("{}", v); }
+
+std::string Quoted(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string_view BackendName(BackendKind backend) {
+  return backend == BackendKind::kGloo ? "gloo" : "serene";
+}
+
+Scenario DefaultScenario() {
+  Scenario s;
+  s.runs = {{"SYNC", BackendKind::kSerene, "sync"},
+            {"SSP(10)", BackendKind::kSerene, "ssp:10"},
+            {"Gloo", BackendKind::kGloo, ""}};
+  return s;
+}
+
+void ApplyQuick(Scenario* s) {
+  s->workers = 2;
+  s->steps = 30;
+  s->target_accuracy = 0;
+  s->eval_every = 10;
+  s->eval_samples = 1000;
+  s->timeout_s = std::min(s->timeout_s, 300.0);
+}
+
+const std::vector<std::string_view>& ScenarioKeys() {
+  static const std::vector<std::string_view> keys = {
+      "name",       "workers",         "model", "steps",   "target_accuracy",
+      "eval_every", "eval_samples",    "seed",  "lr",      "batch",
+      "straggler",  "straggler_ranks", "row",   "threads", "timeout"};
+  return keys;
+}
+
+Status SetScenarioValue(std::string_view key, std::string_view v, const std::string& where,
+                        Scenario* s) {
+  if (key == "name") {
+    if (v.empty() || Slug(v).empty()) return Bad(where, v, "a name with letters or digits");
+    s->name = std::string(v);
+  } else if (key == "workers") {
+    return SetInt(where, v, 1, kMaxWorkers, &s->workers);
+  } else if (key == "model") {
+    auto m = train::ParseModelKind(v);
+    if (!m.ok()) return Bad(where, v, "mlp or cnn");
+    s->model = *m;
+  } else if (key == "steps") {
+    return SetInt(where, v, 1, int64_t{1} << 31, &s->steps);
+  } else if (key == "target_accuracy") {
+    double x = 0;
+    if (!ParseReal(v, &x) || x < 0 || x > 1) {
+      return Bad(where, v, "an accuracy in [0, 1] (0 = no target)");
+    }
+    s->target_accuracy = x;
+  } else if (key == "eval_every") {
+    return SetInt(where, v, 1, int64_t{1} << 31, &s->eval_every);
+  } else if (key == "eval_samples") {
+    return SetInt(where, v, 0, kTestExamples, &s->eval_samples);
+  } else if (key == "seed") {
+    if (!ParseUint64(v, &s->seed)) return Bad(where, v, "a 64-bit unsigned integer");
+  } else if (key == "lr") {
+    double x = 0;
+    if (!ParseReal(v, &x) || x <= 0) return Bad(where, v, "a positive learning rate");
+    s->learning_rate = x;
+  } else if (key == "batch") {
+    return SetInt(where, v, 1, kTrainExamples, &s->batch);
+  } else if (key == "straggler") {
+    auto spec = train::ParseStragglerSpec(v);
+    if (!spec.ok()) return Status::InvalidArgument(where + ": " + spec.status().message());
+    s->straggler = std::string(v);
+  } else if (key == "straggler_ranks") {
+    // Checked against the number of workers in ValidateScenario.
+    s->straggler_ranks = std::string(v);
+  } else if (key == "row") {
+    return SetInt(where, v, 1, kMaxRow, &s->row);
+  } else if (key == "threads") {
+    return SetInt(where, v, 1, 256, &s->threads);
+  } else if (key == "timeout") {
+    double x = 0;
+    if (!ParseReal(v, &x) || x <= 0) return Bad(where, v, "a positive number of seconds");
+    s->timeout_s = x;
+  } else {
+    std::string keys;
+    for (std::string_view k : ScenarioKeys()) keys += (keys.empty() ? "" : ", ") + std::string(k);
+    return Status::InvalidArgument(where + ": unknown setting '" + std::string(key) +
+                                   "' (expected " + keys + ")");
+  }
+  return Status::Ok();
+}
+
+std::string DefaultLabel(BackendKind backend, std::string_view policy) {
+  if (backend == BackendKind::kGloo) return "Gloo";
+  auto p = dataplane::BarrierParams::Parse(policy);
+  if (p.ok() && policy.find_first_of("=,") == std::string_view::npos) {
+    const std::string text(policy);
+    if (text == "sync") return "SYNC";
+    if (text == "async") return "ASYNC";
+    if (text.rfind("ssp:", 0) == 0) return "SSP(" + text.substr(4) + ")";
+    if (text.rfind("quorum:", 0) == 0) {
+      std::string args = text.substr(7);
+      std::replace(args.begin(), args.end(), ':', ',');
+      return "QUORUM(" + args + ")";
+    }
+  }
+  return std::string(policy);
+}
+
+Result<std::vector<RunSpec>> ParseRunList(std::string_view text) {
+  std::vector<RunSpec> runs;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view item = text.substr(start, comma - start);
+    const std::string where = fmt::format("--runs item '{}'", item);
+    RunSpec run;
+    if (item == "gloo") {
+      run.backend = BackendKind::kGloo;
+      run.policy = "";
+    } else if (item.rfind("gloo:", 0) == 0) {
+      return Status::InvalidArgument(where +
+                                     ": gloo is a synchronous allreduce, it takes no policy");
+    } else {
+      if (item.empty()) {
+        return Status::InvalidArgument(
+            "--runs: empty item (expected a comma-separated list like serene:sync,gloo)");
+      }
+      run.policy = std::string(item == "serene"                ? "sync"
+                               : item.rfind("serene:", 0) == 0 ? item.substr(7)
+                                                               : item);
+      if (auto s = CheckPolicy(where + ": policy", run.policy); !s.ok()) {
+        return Status::InvalidArgument(s.message() +
+                                       " (items: gloo, serene, serene:POLICY or POLICY)");
+      }
+    }
+    run.label = DefaultLabel(run.backend, run.policy);
+    runs.push_back(std::move(run));
+    start = comma + 1;
+  }
+  Deduplicate(&runs);
+  return runs;
+}
+
+Result<Scenario> ParseScenarioToml(std::string_view text, std::string_view source) {
+  const std::string src(source);
+  toml::table root;
+  try {
+    root = toml::parse(text, src);
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidArgument(src + ":" + std::to_string(e.source().begin.line) + ":" +
+                                   std::to_string(e.source().begin.column) + ": " +
+                                   std::string(e.description()));
+  }
+  Scenario s = DefaultScenario();
+  for (auto&& [k, node] : root) {
+    const std::string key(k.str());
+    const std::string where = src + ": " + key;
+    if (key == "run") {
+      auto arr = node.as_array();
+      if (arr == nullptr || !arr->is_array_of_tables() || arr->empty()) {
+        return Status::InvalidArgument(where + ": expected [[run]] tables");
+      }
+      s.runs.clear();
+      for (size_t i = 0; i < arr->size(); ++i) {
+        auto run =
+            ParseTomlRun(*arr->get(i)->as_table(), src + ": [[run]] #" + std::to_string(i + 1));
+        if (!run.ok()) return run.status();
+        s.runs.push_back(*run);
+      }
+      continue;
+    }
+    if (std::find(ScenarioKeys().begin(), ScenarioKeys().end(), key) == ScenarioKeys().end()) {
+      return SetScenarioValue(key, "", src, &s);  // the "unknown setting" message
+    }
+    auto value = ScalarText(node);
+    if (!value) {
+      return Status::InvalidArgument(where + " is " + TypeName(node) +
+                                     ", expected a number or a string");
+    }
+    if (auto st = SetScenarioValue(key, *value, where, &s); !st.ok()) return st;
+  }
+  return s;
+}
+
+Result<Scenario> LoadScenarioFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status::NotFound("cannot read scenario file '" + path + "': " + std::strerror(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseScenarioToml(text.str(), path);
+}
+
+Status ValidateScenario(const Scenario& s) {
+  if (s.runs.empty()) return Status::InvalidArgument("the scenario has no runs");
+  for (size_t i = 0; i < s.runs.size(); ++i) {
+    const RunSpec& run = s.runs[i];
+    const std::string where = fmt::format("run #{} '{}'", i + 1, run.label);
+    if (Slug(run.label).empty()) {
+      return Status::InvalidArgument(where + ": a label needs letters or digits");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (s.runs[j].label == run.label) {
+        return Status::InvalidArgument(where + ": label already used by run #" +
+                                       std::to_string(j + 1));
+      }
+    }
+    if (run.backend == BackendKind::kGloo) {
+      if (!run.policy.empty() && run.policy != "sync") {
+        return Status::InvalidArgument(where + ": gloo is a synchronous allreduce; policy '" +
+                                       run.policy + "' does not apply");
+      }
+      continue;
+    }
+    if (auto st = CheckPolicy(where + ": policy", run.policy); !st.ok()) return st;
+    auto p = dataplane::BarrierParams::Parse(run.policy);
+    if (p->quorum != dataplane::BarrierParams::kAllWorkers &&
+        p->quorum > static_cast<uint32_t>(s.workers)) {
+      return Status::InvalidArgument(
+          fmt::format("{}: quorum {} is more than the {} workers", where, p->quorum, s.workers));
+    }
+  }
+  auto ranks = train::ParseRankList(s.straggler_ranks, s.workers);
+  if (!ranks.ok()) {
+    return Status::InvalidArgument("straggler_ranks '" + s.straggler_ranks +
+                                   "': " + ranks.status().message());
+  }
+  const int64_t shard = kTrainExamples / s.workers;
+  if (s.batch > shard) {
+    return Status::InvalidArgument(fmt::format(
+        "batch {} is larger than a rank's shard ({} training examples / {} workers = {})", s.batch,
+        kTrainExamples, s.workers, shard));
+  }
+  return Status::Ok();
+}
+
+std::string ScenarioValueText(const Scenario& s, std::string_view key) {
+  if (key == "name") return s.name;
+  if (key == "workers") return std::to_string(s.workers);
+  if (key == "model") return std::string(train::ModelKindName(s.model));
+  if (key == "steps") return std::to_string(s.steps);
+  if (key == "target_accuracy") return Real(s.target_accuracy);
+  if (key == "eval_every") return std::to_string(s.eval_every);
+  if (key == "eval_samples") return std::to_string(s.eval_samples);
+  if (key == "seed") return std::to_string(s.seed);
+  if (key == "lr") return Real(s.learning_rate);
+  if (key == "batch") return std::to_string(s.batch);
+  if (key == "straggler") return s.straggler;
+  if (key == "straggler_ranks") return s.straggler_ranks;
+  if (key == "row") return std::to_string(s.row);
+  if (key == "threads") return std::to_string(s.threads);
+  if (key == "timeout") return Real(s.timeout_s);
+  return "";
+}
+
+std::string ScenarioToToml(const Scenario& s) {
+  std::string t = "# serene-experiment scenario (docs/experiments.md)\n";
+  for (std::string_view key : ScenarioKeys()) {
+    const std::string value = ScenarioValueText(s, key);
+    // Text settings are quoted; so is a seed beyond TOML's signed 64 bits.
+    const bool text = key == "name" || key == "model" || key == "straggler" ||
+                      key == "straggler_ranks" ||
+                      (key == "seed" && s.seed > static_cast<uint64_t>(INT64_MAX));
+    t += std::string(key) + " = " + (text ? Quoted(value) : value) + "\n";
+  }
+  for (const RunSpec& run : s.runs) {
+    t += "\n[[run]]\nlabel = " + Quoted(run.label) +
+         "\nbackend = " + Quoted(BackendName(run.backend)) + "\n";
+    if (run.backend == BackendKind::kSerene) t += "policy = " + Quoted(run.policy) + "\n";
+  }
+  return t;
+}
+
+std::string Slug(std::string_view label) {
+  std::string out;
+  for (char c : label) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) {
+      out += static_cast<char>(std::tolower(u));
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+}  // namespace serene::experiment

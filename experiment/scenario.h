@@ -1,0 +1,125 @@
+// Scenario: what an experiment runs. One training job that every run shares
+// (ranks, model, step budget, target accuracy, stragglers, hyperparameters,
+// the switch's row width) and a list of runs that differ only in how the
+// ranks synchronize: through the Serene switch under a barrier policy (sync,
+// ssp:W, async, quorum:K:L) or with the host-based Gloo allreduce baseline.
+//
+// A scenario starts from the embedded default (DefaultScenario: the README's
+// demo, SYNC then SSP(10) then Gloo with slow_worker stragglers on 4 MLP
+// ranks) or from a TOML file, then takes overrides key by key
+// (SetScenarioValue, which the binary's flags use). Every value is checked
+// where it is set and ValidateScenario checks what depends on several
+// fields, so a bad scenario is refused with a message naming the setting,
+// the value and what is expected before any process starts. The format is
+// documented in docs/experiments.md; ScenarioToToml writes it back.
+//
+// Pure functions over values (only LoadScenarioFile reads a file);
+// thread-compatible.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "train/model_layout.h"
+
+namespace serene::experiment {
+
+enum class BackendKind { kSerene, kGloo };
+
+// "serene" or "gloo".
+std::string_view BackendName(BackendKind backend);
+
+// One run of the scenario's job.
+struct RunSpec {
+  std::string label;  // names the run in tables and directories
+  BackendKind backend = BackendKind::kSerene;
+  std::string policy = "sync";  // serene: sync | ssp:W | async | quorum:K:L; gloo: ""
+};
+
+struct Scenario {
+  std::string name = "demo";  // names the experiment (output directory, report titles)
+
+  // The training job (flags of every serene-train rank; docs/training.md).
+  int workers = 4;                                  // ranks, 1..256
+  train::ModelKind model = train::ModelKind::kMlp;  // mlp | cnn
+  int64_t steps = 3000;                             // step budget per rank, >= 1
+  double target_accuracy = 0.84;                    // stop at this test accuracy; 0 = never
+  int64_t eval_every = 25;                          // steps between evaluations (rank 0)
+  int64_t eval_samples = 0;                         // test examples per evaluation; 0 = all 10000
+  uint64_t seed = 1;                                // model, data order and straggler draws
+  double learning_rate = 0.04;                      // SGD
+  int64_t batch = 256;                              // examples per rank per step
+  std::string straggler = "slow_worker";            // train/straggler.h pattern, or "none"
+  std::string straggler_ranks = "all";              // ranks the pattern applies to
+  int threads = 1;                                  // libtorch threads per rank
+
+  // Values per switch row (one datagram each). 4096 by default because every
+  // run is on loopback, whose MTU is 64 KiB: a 16 KiB datagram is not
+  // fragmented there, and a pull of the 79,510-float MLP takes 20 READs
+  // instead of 311 with the 1500-byte-MTU width of 256. Use 256 across a
+  // real network.
+  uint32_t row = 4096;
+
+  // Wall-clock limit per run, seconds: ranks still running are killed and
+  // the run is reported as timed out.
+  double timeout_s = 1200;
+
+  std::vector<RunSpec> runs;  // in order; the first is the baseline of the ratios
+};
+
+// The embedded default: the demo of README.md (runs SYNC, SSP(10), Gloo).
+Scenario DefaultScenario();
+
+// Shrinks `s` to a CI-sized job (2 ranks, 30 steps, evaluation on 1000 test
+// examples every 10 steps, no target, timeout at most 300 s); keeps the runs
+// and everything else.
+void ApplyQuick(Scenario* s);
+
+// The keys SetScenarioValue and the TOML file accept, in documentation order.
+const std::vector<std::string_view>& ScenarioKeys();
+
+// Sets one field from text, as a flag or a TOML value spells it. `where`
+// names the setting in errors ("--workers", "demo.toml: workers").
+// Errors: InvalidArgument naming `where`, the value and what is expected.
+Status SetScenarioValue(std::string_view key, std::string_view value, const std::string& where,
+                        Scenario* s);
+
+// Parses a run list: comma-separated items, each "gloo", "serene" (= SYNC),
+// "serene:POLICY" or a bare POLICY (sync, ssp:W, async, quorum:K:L). Labels
+// are derived from the policy (DefaultLabel); a repeated label gets " #2",
+// " #3", ... Errors: InvalidArgument naming the item.
+Result<std::vector<RunSpec>> ParseRunList(std::string_view text);
+
+// "SYNC", "SSP(10)", "ASYNC", "QUORUM(3,1)" or "Gloo"; other policy forms
+// are used as written.
+std::string DefaultLabel(BackendKind backend, std::string_view policy);
+
+// A scenario from a TOML document on top of DefaultScenario(). Top-level
+// keys are ScenarioKeys(); [[run]] tables (label, backend, policy) replace
+// the default runs. Unknown keys and wrong types are errors; `source` names
+// the document in messages.
+Result<Scenario> ParseScenarioToml(std::string_view text, std::string_view source);
+
+// Reads and parses a TOML file. Errors: NotFound if unreadable, else as above.
+Result<Scenario> LoadScenarioFile(const std::string& path);
+
+// Checks what involves several fields: at least one run; labels non-empty
+// and unique; each serene policy parses and its quorum fits the workers;
+// gloo runs take no policy; straggler ranks exist; a rank's shard
+// (60000 / workers examples) holds at least one batch.
+Status ValidateScenario(const Scenario& s);
+
+// The value of setting `key` (one of ScenarioKeys()) as SetScenarioValue
+// accepts it; "" for an unknown key.
+std::string ScenarioValueText(const Scenario& s, std::string_view key);
+
+// The scenario as a TOML document that ParseScenarioToml reads back.
+std::string ScenarioToToml(const Scenario& s);
+
+// A directory-friendly form of a label: "SSP(10)" -> "ssp-10".
+std::string Slug(std::string_view label);
+
+}  // namespace serene::experiment

@@ -1,0 +1,77 @@
+// The command lines of a run's switch and ranks.
+#include "experiment/commands.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace serene::experiment {
+namespace {
+
+// The value after `flag` in `args`, or "<absent>".
+std::string After(const std::vector<std::string>& args, const std::string& flag) {
+  auto it = std::find(args.begin(), args.end(), flag);
+  return it == args.end() || it + 1 == args.end() ? "<absent>" : *(it + 1);
+}
+
+TEST(CommandsTest, SwitchJobHoldsTheModel) {
+  Scenario s = DefaultScenario();
+  EXPECT_EQ(SwitchJobSpec(s, s.runs[1], 1, 0x5E7E0002),
+            "id=1,workers=4,elements=79510,row=4096,key=0x5e7e0002,policy=ssp:10");
+  s.model = train::ModelKind::kCnn;
+  s.workers = 8;
+  s.row = 256;
+  EXPECT_EQ(SwitchJobSpec(s, s.runs[0], 7, 1),
+            "id=7,workers=8,elements=61706,row=256,key=0x1,policy=sync");
+  const auto args = SwitchArgs(s, s.runs[0], 7, 1);
+  EXPECT_EQ(After(args, "--bind"), "127.0.0.1");
+  EXPECT_EQ(After(args, "--port"), "0");
+  EXPECT_EQ(After(args, "--log-level"), "info");  // "listening on" is an info line
+  EXPECT_EQ(After(args, "--job"), SwitchJobSpec(s, s.runs[0], 7, 1));
+}
+
+TEST(CommandsTest, SereneRankFlags) {
+  Scenario s = DefaultScenario();
+  RunContext ctx{"/out/1-sync", "127.0.0.1:4242", 3, 0xABCD};
+  const auto a = TrainArgs(s, s.runs[0], 2, ctx);
+  EXPECT_EQ(After(a, "--backend"), "serene");
+  EXPECT_EQ(After(a, "--rank"), "2");
+  EXPECT_EQ(After(a, "--world-size"), "4");
+  EXPECT_EQ(After(a, "--switch"), "127.0.0.1:4242");
+  EXPECT_EQ(After(a, "--job"), "3");
+  EXPECT_EQ(After(a, "--key"), "0xabcd");
+  EXPECT_EQ(After(a, "--rendezvous"), "<absent>");
+  EXPECT_EQ(After(a, "--model"), "mlp");
+  EXPECT_EQ(After(a, "--lr"), "0.04");
+  EXPECT_EQ(After(a, "--batch"), "256");
+  EXPECT_EQ(After(a, "--steps"), "3000");
+  EXPECT_EQ(After(a, "--target-accuracy"), "0.84");
+  EXPECT_EQ(After(a, "--eval-every"), "25");
+  EXPECT_EQ(After(a, "--eval-samples"), "0");
+  EXPECT_EQ(After(a, "--eval-ranks"), "0");
+  EXPECT_EQ(After(a, "--straggler"), "slow_worker");
+  EXPECT_EQ(After(a, "--straggler-ranks"), "all");
+  EXPECT_EQ(After(a, "--seed"), "1");
+  EXPECT_EQ(After(a, "--threads"), "1");
+  EXPECT_EQ(After(a, "--metrics"), "/out/1-sync/rank2.json");
+}
+
+TEST(CommandsTest, GlooRankFlags) {
+  Scenario s = DefaultScenario();
+  RunContext ctx{"/out/3-gloo", "", 1, 0};
+  const auto a = TrainArgs(s, s.runs[2], 0, ctx);
+  EXPECT_EQ(After(a, "--backend"), "gloo");
+  EXPECT_EQ(After(a, "--rendezvous"), "/out/3-gloo/rendezvous");
+  EXPECT_EQ(After(a, "--switch"), "<absent>");
+  EXPECT_EQ(After(a, "--metrics"), "/out/3-gloo/rank0.json");
+}
+
+TEST(CommandsTest, KeysDifferPerRun) {
+  EXPECT_NE(RunKey(0), RunKey(1));
+  EXPECT_NE(RunKey(0), 0u);
+}
+
+}  // namespace
+}  // namespace serene::experiment

@@ -1,0 +1,42 @@
+// The gnuplot script of the accuracy plot (pure) and the PATH lookup.
+#include "experiment/plot.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace serene::experiment {
+namespace {
+
+RunSummary WithTimeline(const std::string& label, BackendKind backend) {
+  RunSummary r;
+  r.spec = {label, backend, backend == BackendKind::kGloo ? "" : "sync"};
+  r.timeline = {{0, 0.0, train::kNaN, 0.17, 2.3}, {25, 1.5, 0.9, 0.71, 0.8}};
+  return r;
+}
+
+TEST(PlotTest, ScriptPlotsEveryRunWithATimelineAndTheTarget) {
+  std::vector<RunSummary> runs = {
+      WithTimeline("SYNC", BackendKind::kSerene),
+      FailedRun({"SSP(10)", BackendKind::kSerene, "ssp:10"}, Status::Internal("boom")),
+      WithTimeline("Gloo", BackendKind::kGloo)};
+  runs.push_back(WithTimeline("no accuracy", BackendKind::kSerene));
+  for (auto& p : runs.back().timeline) p.accuracy = train::kNaN;  // a non-evaluating rank
+  const std::string script = GnuplotScript(DefaultScenario(), runs, "accuracy.png");
+  EXPECT_NE(script.find("set output 'accuracy.png'"), std::string::npos) << script;
+  EXPECT_NE(script.find("'plot/1-sync.dat' using 1:2"), std::string::npos) << script;
+  EXPECT_NE(script.find("title 'SYNC'"), std::string::npos);
+  EXPECT_EQ(script.find("ssp-10"), std::string::npos);  // failed: not plotted
+  EXPECT_NE(script.find("'plot/3-gloo.dat'"), std::string::npos);
+  EXPECT_EQ(script.find("no-accuracy"), std::string::npos);
+  EXPECT_NE(script.find("0.84 with lines"), std::string::npos);  // the target line
+}
+
+TEST(PlotTest, FindOnPath) {
+  EXPECT_TRUE(FindOnPath("sh").has_value());
+  EXPECT_FALSE(FindOnPath("surely-not-a-command-serene").has_value());
+}
+
+}  // namespace
+}  // namespace serene::experiment

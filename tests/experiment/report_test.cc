@@ -1,0 +1,243 @@
+// The report's numbers from hand-made metrics, its text/CSV/JSON/Markdown
+// forms, and reading metrics JSON back.
+#include "experiment/report.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "experiment/metrics_reader.h"
+
+namespace serene::experiment {
+namespace {
+
+using train::RunMetrics;
+using train::StopReason;
+
+// Rank `rank` of `n`, stopped at `jct` seconds after `iterations` with
+// `wait` seconds of waiting.
+RunMetrics Rank(int rank, int n, double jct, int64_t iterations, double wait) {
+  RunMetrics m;
+  m.backend = "serene";
+  m.rank = rank;
+  m.world_size = n;
+  m.model = "mlp";
+  m.iterations = iterations;
+  m.job_completion_s = jct;
+  m.wait_s = wait;
+  m.barrier_wait_s = wait / 2;
+  m.compute_s = 1.0 + rank;
+  m.straggler_sleep_s = 0.25;
+  m.slowed_iterations = 3;
+  m.stop_reason = StopReason::kFinishedByPeer;
+  return m;
+}
+
+// A 4-rank run where rank 0 evaluated and reached the target at 9.5 s.
+std::vector<RunMetrics> FourRanks(double scale) {
+  std::vector<RunMetrics> ranks;
+  for (int r = 0; r < 4; ++r) {
+    ranks.push_back(Rank(r, 4, scale * (10.0 - 0.1 * r), 100 + 2 * r, scale * (1.0 + r)));
+  }
+  ranks[0].evaluates = true;
+  ranks[0].stop_reason = StopReason::kTargetReached;
+  ranks[0].target_reached_s = scale * 9.5;
+  ranks[0].final_accuracy = 0.8412;
+  ranks[0].timeline = {{0, 0.0, train::kNaN, 0.17, 2.3}, {50, scale * 9.5, 0.4, 0.8412, 0.45}};
+  return ranks;
+}
+
+TEST(ReportTest, SummarizeReducesTheRanks) {
+  auto r = Summarize({"SYNC", BackendKind::kSerene, "sync"}, FourRanks(1.0));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->status.ok());
+  EXPECT_EQ(r->workers, 4);
+  EXPECT_DOUBLE_EQ(r->jct_s, 10.0);            // max over ranks
+  EXPECT_DOUBLE_EQ(r->target_reached_s, 9.5);  // the evaluating rank's
+  EXPECT_DOUBLE_EQ(r->wait_total_s, 1 + 2 + 3 + 4);
+  EXPECT_DOUBLE_EQ(r->wait_mean_s, 2.5);
+  EXPECT_DOUBLE_EQ(r->barrier_wait_total_s, 5.0);
+  EXPECT_DOUBLE_EQ(r->compute_mean_s, 2.5);
+  EXPECT_DOUBLE_EQ(r->straggler_sleep_total_s, 1.0);
+  EXPECT_EQ(r->slowed_iterations, 12);
+  EXPECT_EQ(r->iterations_rank0, 100);
+  EXPECT_DOUBLE_EQ(r->iterations_mean, 103.0);
+  EXPECT_EQ(r->evaluating_rank, 0);
+  EXPECT_DOUBLE_EQ(r->final_accuracy, 0.8412);
+  EXPECT_EQ(r->stop_reason, "target_reached");
+  EXPECT_EQ(r->timeline.size(), 2u);
+  EXPECT_EQ(r->ranks.size(), 4u);
+}
+
+TEST(ReportTest, TheEvaluatingRankNeedNotBeRankZero) {
+  auto ranks = FourRanks(1.0);
+  ranks[0].evaluates = false;
+  ranks[2].evaluates = true;
+  ranks[2].final_accuracy = 0.5;
+  ranks[2].stop_reason = StopReason::kStepLimit;
+  auto r = Summarize({"SYNC", BackendKind::kSerene, "sync"}, ranks);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->evaluating_rank, 2);
+  EXPECT_DOUBLE_EQ(r->final_accuracy, 0.5);
+  EXPECT_EQ(r->stop_reason, "step_limit");
+  EXPECT_TRUE(std::isnan(r->target_reached_s));
+}
+
+TEST(ReportTest, SummarizeRefusesIncompleteRuns) {
+  EXPECT_FALSE(Summarize({"X", BackendKind::kSerene, "sync"}, {}).ok());
+  auto ranks = FourRanks(1.0);
+  ranks[3].rank = 2;
+  auto r = Summarize({"X", BackendKind::kSerene, "sync"}, ranks);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("expected rank 3 of 4"), std::string::npos);
+  ranks = FourRanks(1.0);
+  ranks.pop_back();  // world_size 4, 3 files
+  EXPECT_FALSE(Summarize({"X", BackendKind::kSerene, "sync"}, ranks).ok());
+}
+
+std::vector<RunSummary> ThreeRuns() {
+  std::vector<RunSummary> runs;
+  runs.push_back(*Summarize({"SYNC", BackendKind::kSerene, "sync"}, FourRanks(1.0)));
+  runs.push_back(*Summarize({"SSP(10)", BackendKind::kSerene, "ssp:10"}, FourRanks(0.6)));
+  runs.push_back(
+      FailedRun({"Gloo", BackendKind::kGloo, ""},
+                Status::Internal("rank 1 exited with code 1; the last lines:\n    boom")));
+  ComputeRatios(&runs);
+  return runs;
+}
+
+TEST(ReportTest, RatiosAreAgainstTheFirstRun) {
+  const auto runs = ThreeRuns();
+  EXPECT_DOUBLE_EQ(runs[0].jct_pct_of_baseline, 100.0);
+  EXPECT_DOUBLE_EQ(runs[1].jct_pct_of_baseline, 60.0);
+  EXPECT_DOUBLE_EQ(runs[1].wait_pct_of_baseline, 60.0);
+  EXPECT_TRUE(std::isnan(runs[2].jct_pct_of_baseline));
+
+  std::vector<RunSummary> failed_first = {runs[2], runs[0]};
+  ComputeRatios(&failed_first);
+  EXPECT_TRUE(std::isnan(failed_first[1].jct_pct_of_baseline));
+}
+
+TEST(ReportTest, TableIsAlignedWithRunsSideBySide) {
+  const std::string table = FormatTable(ThreeRuns());
+  std::istringstream lines(table);
+  std::string header, line;
+  std::getline(lines, header);
+  EXPECT_NE(header.find("SYNC"), std::string::npos);
+  EXPECT_LT(header.find("SYNC"), header.find("SSP(10)"));
+  EXPECT_LT(header.find("SSP(10)"), header.find("Gloo"));
+  int rows = 0;
+  while (std::getline(lines, line) && !line.empty()) {
+    EXPECT_EQ(line.size(), header.size()) << "misaligned: '" << line << "'";
+    ++rows;
+  }
+  EXPECT_GE(rows, 12);
+  EXPECT_NE(table.find("job completion time (s)"), std::string::npos);
+  EXPECT_NE(table.find("10.00"), std::string::npos);  // SYNC's JCT
+  EXPECT_NE(table.find("60.0"), std::string::npos);   // SSP's % of SYNC
+  EXPECT_NE(table.find("% of SYNC"), std::string::npos);
+  EXPECT_NE(table.find("0.8412"), std::string::npos);
+  EXPECT_NE(table.find("100 / 103.0"), std::string::npos);
+  EXPECT_NE(table.find("FAILED"), std::string::npos);
+  EXPECT_NE(table.find("Gloo FAILED: rank 1 exited with code 1"), std::string::npos);
+}
+
+TEST(ReportTest, JsonCsvAndMarkdown) {
+  const auto runs = ThreeRuns();
+  const auto j = nlohmann::json::parse(ReportJson(DefaultScenario(), runs));
+  EXPECT_EQ(j["baseline"], "SYNC");
+  EXPECT_EQ(j["scenario"]["workers"], 4);
+  EXPECT_EQ(j["scenario"]["parameters"], 79510);
+  ASSERT_EQ(j["runs"].size(), 3u);
+  EXPECT_EQ(j["runs"][0]["label"], "SYNC");
+  EXPECT_EQ(j["runs"][0]["ok"], true);
+  EXPECT_DOUBLE_EQ(j["runs"][0]["job_completion_s"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(j["runs"][1]["jct_pct_of_baseline"].get<double>(), 60.0);
+  EXPECT_EQ(j["runs"][0]["ranks"].size(), 4u);
+  EXPECT_EQ(j["runs"][0]["timeline"].size(), 2u);
+  EXPECT_TRUE(j["runs"][0]["timeline"][0]["train_loss"].is_null());  // NaN
+  EXPECT_EQ(j["runs"][2]["ok"], false);
+  EXPECT_TRUE(j["runs"][2]["job_completion_s"].is_null());
+  EXPECT_NE(j["runs"][2]["error"].get<std::string>().find("boom"), std::string::npos);
+
+  std::istringstream csv(ReportCsv(runs));
+  std::string header, row;
+  std::getline(csv, header);
+  EXPECT_EQ(header.rfind("label,backend,policy,ok,job_completion_s,", 0), 0u);
+  const auto commas = [](const std::string& s) { return std::count(s.begin(), s.end(), ','); };
+  int rows = 0;
+  while (std::getline(csv, row)) {
+    if (row.find('"') == std::string::npos) {
+      EXPECT_EQ(commas(row), commas(header)) << row;
+    }
+    ++rows;
+  }
+  EXPECT_EQ(rows, 3);  // the failed run's message is one quoted cell, newlines flattened
+
+  const std::string md = ReportMarkdown(DefaultScenario(), runs);
+  EXPECT_NE(md.find("| | SYNC | SSP(10) | Gloo |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| job completion time (s) | 10.00 | 6.00 | FAILED |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("slow_worker"), std::string::npos);
+}
+
+TEST(MetricsReaderTest, ReadsWhatTheTrainerWrites) {
+  RunMetrics m = FourRanks(1.0)[0];
+  m.seed = 7;
+  m.straggler = "slow_worker:0.15:0.5:2";
+  auto back = ParseMetricsJson(train::MetricsToJson(m), "rank0.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->rank, 0);
+  EXPECT_EQ(back->world_size, 4);
+  EXPECT_EQ(back->seed, 7u);
+  EXPECT_EQ(back->straggler, m.straggler);
+  EXPECT_TRUE(back->evaluates);
+  EXPECT_EQ(back->stop_reason, StopReason::kTargetReached);
+  EXPECT_EQ(back->iterations, m.iterations);
+  EXPECT_DOUBLE_EQ(back->job_completion_s, m.job_completion_s);
+  EXPECT_DOUBLE_EQ(back->target_reached_s, 9.5);
+  EXPECT_DOUBLE_EQ(back->wait_s, m.wait_s);
+  EXPECT_DOUBLE_EQ(back->final_accuracy, 0.8412);
+  ASSERT_EQ(back->timeline.size(), 2u);
+  EXPECT_TRUE(std::isnan(back->timeline[0].train_loss));
+  EXPECT_DOUBLE_EQ(back->timeline[1].accuracy, 0.8412);
+
+  RunMetrics other = FourRanks(1.0)[1];  // not evaluating: nulls
+  auto b2 = ParseMetricsJson(train::MetricsToJson(other), "rank1.json");
+  ASSERT_TRUE(b2.ok());
+  EXPECT_TRUE(std::isnan(b2->final_accuracy));
+  EXPECT_TRUE(std::isnan(b2->target_reached_s));
+}
+
+TEST(MetricsReaderTest, RefusesMalformedDocuments) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{", "r.json: not valid JSON"},
+      {"[]", "not a JSON object"},
+      {R"({"backend":"gloo","rank":0,"world_size":1,"iterations":1,"job_completion_s":1,
+           "wait_s":0})",
+       "missing field 'stop_reason'"},
+      {R"({"backend":"gloo","rank":"zero","world_size":1,"stop_reason":"step_limit",
+           "iterations":1,"job_completion_s":1,"wait_s":0})",
+       "field 'rank' is not an integer"},
+      {R"({"backend":"gloo","rank":0,"world_size":1,"stop_reason":"bored","iterations":1,
+           "job_completion_s":1,"wait_s":0})",
+       "unknown stop reason 'bored'"},
+      {R"({"backend":"gloo","rank":0,"world_size":1,"stop_reason":"step_limit","iterations":1,
+           "job_completion_s":1,"wait_s":0,"timeline":[{"step":1}]})",
+       "timeline[0]: missing field 'time_s'"},
+  };
+  for (const auto& [text, message] : cases) {
+    SCOPED_TRACE(text);
+    auto m = ParseMetricsJson(text, "r.json");
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find(message), std::string::npos) << m.status().message();
+  }
+  EXPECT_EQ(ReadMetricsFile("/nonexistent/rank0.json").status().code(), Status::Code::kNotFound);
+}
+
+}  // namespace
+}  // namespace serene::experiment

@@ -1,0 +1,246 @@
+// Scenario: the embedded default, overrides, run lists, TOML files and the
+// checks that refuse bad values with a message naming them.
+#include "experiment/scenario.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace serene::experiment {
+namespace {
+
+// The error message of `s`, or "OK".
+std::string Message(const Status& s) { return s.ok() ? "OK" : s.message(); }
+
+TEST(ScenarioTest, DefaultIsTheDemo) {
+  const Scenario s = DefaultScenario();
+  EXPECT_EQ(s.workers, 4);
+  EXPECT_EQ(s.model, train::ModelKind::kMlp);
+  EXPECT_EQ(s.steps, 3000);
+  EXPECT_DOUBLE_EQ(s.target_accuracy, 0.84);
+  EXPECT_EQ(s.straggler, "slow_worker");
+  EXPECT_EQ(s.straggler_ranks, "all");
+  EXPECT_EQ(s.row, 4096u);
+  EXPECT_EQ(s.threads, 1);
+  EXPECT_DOUBLE_EQ(s.learning_rate, 0.04);
+  EXPECT_EQ(s.batch, 256);
+  ASSERT_EQ(s.runs.size(), 3u);
+  EXPECT_EQ(s.runs[0].label, "SYNC");
+  EXPECT_EQ(s.runs[0].policy, "sync");
+  EXPECT_EQ(s.runs[1].label, "SSP(10)");
+  EXPECT_EQ(s.runs[1].policy, "ssp:10");
+  EXPECT_EQ(s.runs[2].label, "Gloo");
+  EXPECT_EQ(s.runs[2].backend, BackendKind::kGloo);
+  EXPECT_TRUE(ValidateScenario(s).ok()) << Message(ValidateScenario(s));
+}
+
+TEST(ScenarioTest, QuickShrinksTheJobAndKeepsTheRuns) {
+  Scenario s = DefaultScenario();
+  ApplyQuick(&s);
+  EXPECT_EQ(s.workers, 2);
+  EXPECT_LE(s.steps, 50);
+  EXPECT_EQ(s.target_accuracy, 0);
+  EXPECT_EQ(s.runs.size(), 3u);
+  EXPECT_TRUE(ValidateScenario(s).ok());
+}
+
+TEST(ScenarioTest, SetValueAcceptsGoodValues) {
+  Scenario s = DefaultScenario();
+  EXPECT_TRUE(SetScenarioValue("workers", "8", "--workers", &s).ok());
+  EXPECT_TRUE(SetScenarioValue("model", "cnn", "--model", &s).ok());
+  EXPECT_TRUE(SetScenarioValue("target_accuracy", "0.87", "--target", &s).ok());
+  EXPECT_TRUE(SetScenarioValue("seed", "0x10", "--seed", &s).ok());
+  EXPECT_TRUE(SetScenarioValue("straggler", "heterogeneous:3", "--straggler", &s).ok());
+  EXPECT_TRUE(SetScenarioValue("straggler_ranks", "1,3", "--straggler-ranks", &s).ok());
+  EXPECT_TRUE(SetScenarioValue("row", "256", "--row", &s).ok());
+  EXPECT_TRUE(SetScenarioValue("timeout", "90.5", "--timeout", &s).ok());
+  EXPECT_EQ(s.workers, 8);
+  EXPECT_EQ(s.model, train::ModelKind::kCnn);
+  EXPECT_DOUBLE_EQ(s.target_accuracy, 0.87);
+  EXPECT_EQ(s.seed, 16u);
+  EXPECT_EQ(s.row, 256u);
+  EXPECT_DOUBLE_EQ(s.timeout_s, 90.5);
+  EXPECT_TRUE(ValidateScenario(s).ok());
+}
+
+TEST(ScenarioTest, SetValueRefusesBadValuesNamingThem) {
+  struct Case {
+    const char* key;
+    const char* value;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"workers", "0", "--x '0': expected an integer 1..256"},
+      {"workers", "300", "1..256"},
+      {"workers", "four", "--x 'four'"},
+      {"model", "resnet", "mlp or cnn"},
+      {"steps", "0", "--x '0'"},
+      {"target_accuracy", "1.5", "[0, 1]"},
+      {"target_accuracy", "nan", "[0, 1]"},
+      {"lr", "-0.1", "positive learning rate"},
+      {"batch", "0", "1..60000"},
+      {"eval_samples", "20000", "0..10000"},
+      {"straggler", "slow_worker:2", "probability"},
+      {"straggler", "lazy", "--x"},
+      {"row", "20000", "1..16368"},
+      {"threads", "0", "1..256"},
+      {"timeout", "0", "positive number of seconds"},
+      {"seed", "-1", "64-bit unsigned"},
+      {"name", "!!", "letters or digits"},
+      {"wrokers", "4", "unknown setting 'wrokers'"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.key) + "=" + c.value);
+    Scenario s = DefaultScenario();
+    const Status st = SetScenarioValue(c.key, c.value, "--x", &s);
+    EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+    EXPECT_NE(Message(st).find(c.message), std::string::npos) << Message(st);
+  }
+}
+
+TEST(ScenarioTest, RunListLabelsAndDefaults) {
+  auto runs = ParseRunList("serene:sync,serene:ssp:10,gloo,async,serene:quorum:3:2,serene");
+  ASSERT_TRUE(runs.ok()) << Message(runs.status());
+  ASSERT_EQ(runs->size(), 6u);
+  EXPECT_EQ((*runs)[0].label, "SYNC");
+  EXPECT_EQ((*runs)[1].label, "SSP(10)");
+  EXPECT_EQ((*runs)[1].policy, "ssp:10");
+  EXPECT_EQ((*runs)[2].label, "Gloo");
+  EXPECT_EQ((*runs)[2].backend, BackendKind::kGloo);
+  EXPECT_EQ((*runs)[2].policy, "");
+  EXPECT_EQ((*runs)[3].label, "ASYNC");
+  EXPECT_EQ((*runs)[3].backend, BackendKind::kSerene);
+  EXPECT_EQ((*runs)[4].label, "QUORUM(3,2)");
+  EXPECT_EQ((*runs)[5].label, "SYNC #2");  // repeated runs stay apart
+  EXPECT_EQ((*runs)[5].policy, "sync");
+}
+
+TEST(ScenarioTest, RunListRefusesBadItems) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"serene:ssp", "ssp needs a window"},
+      {"gloo:ssp:3", "gloo is a synchronous allreduce"},
+      {"serene:sync,,gloo", "empty item"},
+      {"serene:window=0,quorum=2,lag=1", "named forms only"},
+      {"mpi", "policy 'mpi'"},
+  };
+  for (const auto& [text, message] : cases) {
+    SCOPED_TRACE(text);
+    auto runs = ParseRunList(text);
+    ASSERT_FALSE(runs.ok());
+    EXPECT_NE(runs.status().message().find(message), std::string::npos) << runs.status().message();
+  }
+}
+
+TEST(ScenarioTest, TomlOverridesDefaultsAndReplacesRuns) {
+  auto s = ParseScenarioToml(R"(
+name = "cnn-sweep"
+workers = 8
+model = "cnn"
+steps = 8000
+target_accuracy = 0.87
+lr = 0.05
+seed = "0x2a"
+straggler = "slow_worker:0.2"
+straggler_ranks = "1,3"
+row = 256
+timeout = 3600
+
+[[run]]
+policy = "sync"
+
+[[run]]
+label = "W=4"
+policy = "ssp:4"
+
+[[run]]
+backend = "gloo"
+)",
+                             "sweep.toml");
+  ASSERT_TRUE(s.ok()) << Message(s.status());
+  EXPECT_EQ(s->name, "cnn-sweep");
+  EXPECT_EQ(s->workers, 8);
+  EXPECT_EQ(s->model, train::ModelKind::kCnn);
+  EXPECT_EQ(s->steps, 8000);
+  EXPECT_DOUBLE_EQ(s->learning_rate, 0.05);
+  EXPECT_EQ(s->seed, 42u);
+  EXPECT_EQ(s->straggler_ranks, "1,3");
+  EXPECT_EQ(s->row, 256u);
+  EXPECT_EQ(s->eval_every, 25);  // not in the file: the default
+  ASSERT_EQ(s->runs.size(), 3u);
+  EXPECT_EQ(s->runs[0].label, "SYNC");
+  EXPECT_EQ(s->runs[1].label, "W=4");
+  EXPECT_EQ(s->runs[1].policy, "ssp:4");
+  EXPECT_EQ(s->runs[2].label, "Gloo");
+  EXPECT_TRUE(ValidateScenario(*s).ok()) << Message(ValidateScenario(*s));
+}
+
+TEST(ScenarioTest, TomlErrorsNameTheFileAndSetting) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"workers = 4\nwrokers = 2\n", "f.toml: unknown setting 'wrokers'"},
+      {"workers = [4]\n", "f.toml: workers is an array"},
+      {"workers = true\n", "f.toml: workers is a boolean"},
+      {"workers = 0\n", "f.toml: workers '0': expected an integer 1..256"},
+      {"target_accuracy = 1.2\n", "f.toml: target_accuracy '1.2'"},
+      {"workers = \n", "f.toml:1:"},
+      {"[[run]]\npolicy = \"ssp\"\n", "f.toml: [[run]] #1: policy 'ssp'"},
+      {"[[run]]\nbackend = \"mpi\"\n",
+       "f.toml: [[run]] #1: backend 'mpi': expected serene or gloo"},
+      {"[[run]]\nwindow = 3\n", "f.toml: [[run]] #1: unknown key 'window'"},
+      {"[[run]]\npolicy = 3\n", "f.toml: [[run]] #1: policy is an integer, expected a string"},
+      {"run = 3\n", "f.toml: run: expected [[run]] tables"},
+  };
+  for (const auto& [text, message] : cases) {
+    SCOPED_TRACE(text);
+    auto s = ParseScenarioToml(text, "f.toml");
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.status().message().find(message), std::string::npos) << s.status().message();
+  }
+  auto missing = LoadScenarioFile("/nonexistent/scenario.toml");
+  EXPECT_EQ(missing.status().code(), Status::Code::kNotFound);
+  EXPECT_NE(missing.status().message().find("/nonexistent/scenario.toml"), std::string::npos);
+}
+
+TEST(ScenarioTest, ValidateRefusesInconsistentScenarios) {
+  auto with = [](auto change) {
+    Scenario s = DefaultScenario();
+    change(&s);
+    return Message(ValidateScenario(s));
+  };
+  EXPECT_NE(with([](Scenario* s) { s->runs.clear(); }).find("no runs"), std::string::npos);
+  EXPECT_NE(with([](Scenario* s) { s->runs[1].label = "SYNC"; }).find("already used by run #1"),
+            std::string::npos);
+  EXPECT_NE(with([](Scenario* s) { s->runs[2].policy = "ssp:3"; }).find("synchronous allreduce"),
+            std::string::npos);
+  EXPECT_NE(with([](Scenario* s) { s->runs[0].policy = "quorum:5:1"; }).find("quorum 5"),
+            std::string::npos);
+  EXPECT_NE(with([](Scenario* s) { s->straggler_ranks = "4"; }).find("straggler_ranks '4'"),
+            std::string::npos);
+  EXPECT_NE(with([](Scenario* s) { s->batch = 20000; }).find("larger than a rank's shard"),
+            std::string::npos);
+}
+
+TEST(ScenarioTest, TomlRoundTrip) {
+  Scenario s = DefaultScenario();
+  s.name = "round \"trip\"";
+  s.seed = 0xFFFFFFFFFFFFFFFFull;  // beyond TOML's integers: written as a string
+  s.learning_rate = 0.1 + 0.2;
+  s.runs.push_back({"QUORUM(3,1)", BackendKind::kSerene, "quorum:3:1"});
+  auto back = ParseScenarioToml(ScenarioToToml(s), "round-trip");
+  ASSERT_TRUE(back.ok()) << Message(back.status()) << "\n" << ScenarioToToml(s);
+  EXPECT_EQ(ScenarioToToml(*back), ScenarioToToml(s));
+  EXPECT_EQ(back->seed, s.seed);
+  EXPECT_EQ(back->learning_rate, s.learning_rate);
+  EXPECT_EQ(back->runs.size(), 4u);
+  EXPECT_EQ(back->runs[3].policy, "quorum:3:1");
+}
+
+TEST(ScenarioTest, Slugs) {
+  EXPECT_EQ(Slug("SSP(10)"), "ssp-10");
+  EXPECT_EQ(Slug("SYNC #2"), "sync-2");
+  EXPECT_EQ(Slug("QUORUM(3,1)"), "quorum-3-1");
+  EXPECT_EQ(Slug("  Gloo  "), "gloo");
+  EXPECT_EQ(Slug("()"), "");
+}
+
+}  // namespace
+}  // namespace serene::experiment
