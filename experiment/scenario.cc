@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "common/toml_util.h"
 #include "common/parse.h"
 #include "dataplane/barrier_params.h"
 #include "train/straggler.h"
@@ -86,25 +87,6 @@ void Deduplicate(std::vector<RunSpec>* runs) {
   }
 }
 
-std::string TypeName(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a float";
-    case toml::node_type::boolean:
-      return "a boolean";
-    default:
-      return "a date/time";
-  }
-}
-
 // A scalar TOML value as text: strings as written, numbers in a form the
 // setters parse back exactly.
 std::optional<std::string> ScalarText(const toml::node& node) {
@@ -125,7 +107,7 @@ Result<RunSpec> ParseTomlRun(const toml::table& t, const std::string& where) {
                                      "' (expected label, backend, policy)");
     }
     if (text == nullptr) {
-      return Status::InvalidArgument(where + ": " + key + " is " + TypeName(node) +
+      return Status::InvalidArgument(where + ": " + key + " is " + TomlTypeName(node) +
                                      ", expected a string");
     }
     if (key == "label") label = text->get();
@@ -328,7 +310,7 @@ Result<Scenario> ParseScenarioToml(std::string_view text, std::string_view sourc
     }
     auto value = ScalarText(node);
     if (!value) {
-      return Status::InvalidArgument(where + " is " + TypeName(node) +
+      return Status::InvalidArgument(where + " is " + TomlTypeName(node) +
                                      ", expected a number or a string");
     }
     if (auto st = SetScenarioValue(key, *value, where, &s); !st.ok()) return st;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/toml_util.h"
 #include "net/address.h"
 #include "proto/codec.h"
 
@@ -100,25 +101,6 @@ std::optional<std::string> ScalarText(const toml::node& node) {
   return std::nullopt;
 }
 
-std::string TypeName(const toml::node& node) {
-  switch (node.type()) {
-    case toml::node_type::table:
-      return "a table";
-    case toml::node_type::array:
-      return "an array";
-    case toml::node_type::string:
-      return "a string";
-    case toml::node_type::integer:
-      return "an integer";
-    case toml::node_type::floating_point:
-      return "a float";
-    case toml::node_type::boolean:
-      return "a boolean";
-    default:
-      return "a date/time";
-  }
-}
-
 Result<dataplane::JobConfig> ParseTomlJob(const toml::table& t, const std::string& where) {
   std::string spec;
   std::optional<dataplane::BarrierParams> policy;
@@ -131,7 +113,7 @@ Result<dataplane::JobConfig> ParseTomlJob(const toml::table& t, const std::strin
     }
     auto text = ScalarText(node);
     if (!text) {
-      return Status::InvalidArgument(where + ": " + key + " is " + TypeName(node) +
+      return Status::InvalidArgument(where + ": " + key + " is " + TomlTypeName(node) +
                                      ", expected an integer or a string");
     }
     if (key == "policy") {
@@ -247,12 +229,12 @@ Result<SwitchConfig> ParseTomlConfig(std::string_view text, std::string_view sou
             return Status::InvalidArgument(setting +
                                            ": expected a string or an array of "
                                            "strings, found " +
-                                           TypeName(elem) + " in the array");
+                                           TomlTypeName(elem) + " in the array");
           }
           hosts.push_back(h->get());
         }
       } else {
-        return Status::InvalidArgument(setting + " is " + TypeName(node) +
+        return Status::InvalidArgument(setting + " is " + TomlTypeName(node) +
                                        ", expected an address or an array of addresses");
       }
       s = SetBind(setting, hosts, &c);
@@ -272,7 +254,7 @@ Result<SwitchConfig> ParseTomlConfig(std::string_view text, std::string_view sou
                key == "send_buffer" || key == "log_level" || key == "fault") {
       auto value = ScalarText(node);
       if (!value) {
-        return Status::InvalidArgument(setting + " is " + TypeName(node) +
+        return Status::InvalidArgument(setting + " is " + TomlTypeName(node) +
                                        ", expected an integer or a string");
       }
       s = ApplySetting(key, setting, *value, &c);
