@@ -165,7 +165,7 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
       cv.notify_all();
     });
   }
-  bool switch_stopped = false;
+  bool stopping = false;
   {
     std::unique_lock lock(mu);
     const auto every = std::max<Clock::duration>(options.progress_every, std::chrono::seconds(1));
@@ -176,14 +176,17 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
     };
     while (running() > 0) {
       cv.wait_until(lock, next_report);
-      for (int r = 0; r < n && !switch_stopped; ++r) {
-        if (exits[r].exited && exits[r].code.value_or(0) != 0 && sw) {
-          // Its peers would wait at the barrier for it: stopping the switch
-          // makes them fail within the client's deadline instead.
-          progress(fmt::format("  rank {} {}: stopping the switch so the other ranks end", r,
-                               ExitText(exits[r])));
-          sw->Signal(SIGTERM);
-          switch_stopped = true;
+      for (int r = 0; r < n && !stopping; ++r) {
+        if (exits[r].exited && exits[r].code.value_or(0) != 0) {
+          // Its peers would wait for it (at the switch's barrier or in a Gloo
+          // collective) until their deadlines: end them and the switch now.
+          progress(fmt::format("  rank {} {}: stopping the other ranks{}", r, ExitText(exits[r]),
+                               sw ? " and the switch" : ""));
+          for (int o = 0; o < n; ++o) {
+            if (!exits[o].exited) ranks[o]->Signal(SIGTERM);
+          }
+          if (sw) sw->Signal(SIGTERM);
+          stopping = true;
         }
       }
       if (Clock::now() >= next_report && running() > 0) {
@@ -200,9 +203,9 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
 
   // 4. Stop the switch, keep every log.
   if (sw) {
-    if (!switch_stopped) sw->Signal(SIGTERM);
+    if (!stopping) sw->Signal(SIGTERM);
     const auto code = sw->Wait(kSwitchStopTimeout);
-    if (code != 0 && !switch_stopped) {
+    if (code != 0 && !stopping) {
       progress(fmt::format("  warning: serene-switch {} when stopped (see {}/switch.log)",
                            code ? "exited with code " + std::to_string(*code) : "had to be killed",
                            dir));
