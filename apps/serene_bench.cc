@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 
+#include "apps/cli_parse.h"
 #include "common/parse.h"
 #include "dataplane/barrier_params.h"
 #include "loadgen/aggregate_worker.h"
@@ -49,7 +50,7 @@ int main(int argc, char** argv) {
   app.add_option("--straggle-ms", straggle_ms, "How long stragglers sleep per step (ms)");
   app.add_option("--window", window, "READs in flight per worker")->check(CLI::Range(1, 65536));
   app.add_flag("--quiet-switch", quiet_switch, "Do not print the started switch's log");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = serene::apps::ParseCommandLine(app, argc, argv)) return *code;
 
   auto params = serene::dataplane::BarrierParams::Parse(policy);
   if (!params.ok()) {

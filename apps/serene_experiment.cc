@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/cli_parse.h"
 #include "experiment/plot.h"
 #include "experiment/report.h"
 #include "experiment/runner.h"
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
   app.add_option("--bin-dir", bin_dir,
                  "Directory of serene-switch and serene-train (default: this binary's)");
   app.add_flag("--print-scenario", print_scenario, "Print the scenario as TOML and exit");
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = serene::apps::ParseCommandLine(app, argc, argv)) return *code;
 
   auto scenario = config.empty() ? serene::Result<ex::Scenario>(ex::DefaultScenario())
                                  : ex::LoadScenarioFile(config);

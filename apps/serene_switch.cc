@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 
+#include "apps/cli_parse.h"
 #include "dataplane/pipeline.h"
 #include "net/address.h"
 #include "switch/counters_report.h"
@@ -23,11 +24,7 @@ int main(int argc, char** argv) {
       "Flags override the --config file; jobs from both are combined. See docs/switch.md."};
   serene::switchd::SwitchFlags flags;
   serene::switchd::AddSwitchFlags(&app, &flags);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;  // --help is 0; every usage error is 2
-  }
+  if (auto code = serene::apps::ParseCommandLine(app, argc, argv)) return *code;
 
   auto config = serene::switchd::BuildConfig(flags);
   if (!config.ok()) {

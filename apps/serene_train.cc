@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "apps/cli_parse.h"
 #include "common/parse.h"
 #include "train/fashion_mnist.h"
 #include "train/gloo_backend.h"
@@ -119,7 +120,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (auto code = serene::apps::ParseCommandLine(app, argc, argv)) return *code;
 
   spdlog::set_level(spdlog::level::from_str(log_level));
   if (gloo.rank < 0 || gloo.rank >= gloo.world_size) {
