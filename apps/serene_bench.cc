@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <memory>
 #include <optional>
 
@@ -15,16 +14,7 @@
 #include "loadgen/aggregate_worker.h"
 #include "loadgen/child_process.h"
 #include "loadgen/process_group.h"
-
-namespace {
-
-std::string SwitchBinary() {
-  std::error_code ec;
-  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("serene-switch") : (self.parent_path() / "serene-switch").string();
-}
-
-}  // namespace
+#include "loadgen/switch_launch.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -78,14 +68,14 @@ int main(int argc, char** argv) {
         "--job", fmt::format("id={},workers={},elements={},row={},key={},policy={}", job, workers,
                              elements, row, key, policy)};
     if (!fault.empty()) args.insert(args.end(), {"--fault", fault});
-    sw = std::make_unique<serene::loadgen::ChildProcess>(SwitchBinary(), args);
-    auto line = sw->started() ? sw->WaitForOutput("listening on ") : std::nullopt;
-    if (!line) {
-      fmt::print(stderr, "serene-bench: could not start {}:\n{}\n", SwitchBinary(), sw->output());
+    const std::string binary = serene::loadgen::OwnBinaryDir() + "/serene-switch";
+    sw = std::make_unique<serene::loadgen::ChildProcess>(binary, args);
+    auto listening = serene::loadgen::WaitForListening(*sw);
+    if (!listening) {
+      fmt::print(stderr, "serene-bench: could not start {}:\n{}\n", binary, sw->output());
       return 1;
     }
-    const size_t start = std::string("listening on ").size();
-    switch_addr = line->substr(start, line->find_first_of(" \n", start) - start);
+    switch_addr = *listening;
     fmt::print("started serene-switch on {} (job {}: {} workers, {} elements, policy {})\n",
                switch_addr, job, workers, elements, policy);
   } else if (!fault.empty()) {

@@ -289,8 +289,8 @@ Status UdpClient::PullFixed(std::span<int32_t> model) {
   const uint32_t c = clock();
   const uint32_t rows = info_.rows;
   std::fill(row_state_.begin(), row_state_.end(), kRowIdle);
-  std::vector<uint32_t> in_flight;
-  in_flight.reserve(options_.window);
+  std::vector<uint32_t>& in_flight = in_flight_;  // rows in send order
+  in_flight.clear();
   uint32_t next = 0, got = 0;
   Status refused;
 

@@ -90,6 +90,7 @@ class UdpClient final : public Client {
   std::vector<SteadyClock::time_point> row_sent_;
   std::vector<uint32_t> row_attempts_;
   std::vector<uint32_t> row_overtaken_;  // later replies seen while in flight
+  std::vector<uint32_t> in_flight_;      // Pull's scratch, kept across calls
   std::vector<uint32_t> retransmitted_;  // scratch
 
   // The last Receive filled its batch: more datagrams may be queued.

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <toml++/toml.h>
+
+#include "common/status.h"
 
 namespace serene {
 
@@ -18,6 +21,19 @@ inline std::string TomlTypeName(const toml::node& node) {
     case toml::node_type::floating_point: return "a float";
     case toml::node_type::boolean: return "a boolean";
     default: return "a date/time";
+  }
+}
+
+// Parses a TOML document; a syntax error becomes InvalidArgument
+// "SOURCE:LINE:COLUMN: description".
+inline Result<toml::table> ParseTomlDocument(std::string_view text, std::string_view source) {
+  const std::string src(source);
+  try {
+    return toml::parse(text, src);
+  } catch (const toml::parse_error& e) {
+    return Status::InvalidArgument(src + ":" + std::to_string(e.source().begin.line) + ":" +
+                                   std::to_string(e.source().begin.column) + ": " +
+                                   std::string(e.description()));
   }
 }
 

@@ -61,17 +61,14 @@ bool ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
   return true;
 }
 
-bool ReadRow(JobState& job, uint32_t row, uint32_t clock, uint8_t* out_be) {
-  MaybeFoldRow(job, row);
+void ReadRow(const JobState& job, uint32_t row, bool exact, uint8_t* out_be) {
   const int32_t* vis = job.VisibleRow(row);
   const uint32_t n = job.config.RowLength(row);
-  const bool exact = ExactAt(job, clock);
   if (exact || job.pending_clock[row] == proto::kNoClock) {
     StoreRowBigEndian(out_be, vis, n);
-    return exact;
+  } else {
+    StoreRowSumBigEndian(out_be, vis, job.PendingRow(row), n);
   }
-  StoreRowSumBigEndian(out_be, vis, job.PendingRow(row), n);
-  return false;
 }
 
 }  // namespace serene::dataplane

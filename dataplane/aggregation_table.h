@@ -38,8 +38,10 @@ bool ExactAt(const JobState& job, uint32_t clock);
 bool ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
               const uint8_t* be_values);
 
-// Writes row r as seen by a reader at clock t into `out_be` (big-endian,
-// RowLength(r) values). Returns true if the row was served exactly.
-bool ReadRow(JobState& job, uint32_t row, uint32_t clock, uint8_t* out_be);
+// Writes row r into `out_be` (big-endian, RowLength(r) values): the visible
+// model if `exact` (ExactAt the reader's clock), else the live table.
+// REQUIRES: MaybeFoldRow(job, row) was called first (the caller folds before
+// writing the reply's header, so a saturation the fold causes is flagged).
+void ReadRow(const JobState& job, uint32_t row, bool exact, uint8_t* out_be);
 
 }  // namespace serene::dataplane

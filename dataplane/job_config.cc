@@ -10,8 +10,6 @@
 namespace serene::dataplane {
 namespace {
 
-bool ParseU64(std::string_view s, uint64_t* out) { return serene::ParseUint64(s, out); }
-
 std::string Range(uint64_t lo, uint64_t hi) {
   return std::to_string(lo) + ".." + std::to_string(hi);
 }
@@ -21,11 +19,11 @@ std::string Range(uint64_t lo, uint64_t hi) {
 bool ParseScale(std::string_view text, uint32_t* log2_out) {
   uint64_t v = 0;
   if (text.starts_with("2^")) {
-    if (!ParseU64(text.substr(2), &v) || v < 1 || v > 30) return false;
+    if (!serene::ParseUint64(text.substr(2), &v) || v < 1 || v > 30) return false;
     *log2_out = static_cast<uint32_t>(v);
     return true;
   }
-  if (!ParseU64(text, &v) || v < 2 || v > (1ull << 30) || (v & (v - 1)) != 0) return false;
+  if (!serene::ParseUint64(text, &v) || v < 2 || v > (1ull << 30) || (v & (v - 1)) != 0) return false;
   *log2_out = static_cast<uint32_t>(std::countr_zero(v));
   return true;
 }
@@ -78,23 +76,23 @@ Result<JobConfig> JobConfig::ParseSpec(std::string_view spec) {
     uint64_t v = 0;
     uint32_t v32 = 0;
     if (key == "id") {
-      if (!ParseU64(val, &v) || v < 1 || v > 65535) return bad("id must be 1..65535");
+      if (!serene::ParseUint64(val, &v) || v < 1 || v > 65535) return bad("id must be 1..65535");
       c.id = static_cast<uint16_t>(v);
       have_id = true;
     } else if (key == "workers") {
-      if (!ParseU64(val, &v) || v > kMaxWorkers || v < 1) {
+      if (!serene::ParseUint64(val, &v) || v > kMaxWorkers || v < 1) {
         return bad("workers must be " + Range(1, kMaxWorkers));
       }
       c.workers = static_cast<uint32_t>(v);
       have_workers = true;
     } else if (key == "elements") {
-      if (!ParseU64(val, &v) || v < 1 || v > kMaxElements) {
+      if (!serene::ParseUint64(val, &v) || v < 1 || v > kMaxElements) {
         return bad("elements must be " + Range(1, kMaxElements));
       }
       c.elements = v;
       have_elements = true;
     } else if (key == "row") {
-      if (!ParseU64(val, &v) || v < 1 || v > kMaxRowWidth) {
+      if (!serene::ParseUint64(val, &v) || v < 1 || v > kMaxRowWidth) {
         return bad("row must be " + Range(1, kMaxRowWidth));
       }
       c.row_width = static_cast<uint32_t>(v);

@@ -7,7 +7,6 @@
 #include <string>
 #include <string_view>
 
-#include "common/parse.h"
 #include "common/status.h"
 #include "dataplane/barrier_params.h"
 #include "dataplane/consts.h"
@@ -39,11 +38,6 @@ struct JobConfig {
   static Result<JobConfig> ParseSpec(std::string_view spec);
   std::string ToString() const;
 };
-
-// Parses a decimal or 0x-hex unsigned 32-bit number (keys, ids). False if malformed.
-inline bool ParseUint32(std::string_view text, uint32_t* out) {
-  return serene::ParseUint32(text, out);
-}
 
 // Parses a fixed-point scale: "2^24", "16777216" (a power of two). Sets the exponent.
 bool ParseScale(std::string_view text, uint32_t* log2_out);

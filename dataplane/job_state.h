@@ -94,6 +94,12 @@ struct JobState {
   uint32_t* TagsOf(uint32_t worker) { return inc_tag.data() + size_t{worker} * rows; }
   int32_t* VisibleRow(uint32_t r) { return visible.data() + size_t{r} * config.row_width; }
   int32_t* PendingRow(uint32_t r) { return pending.data() + size_t{r} * config.row_width; }
+  const int32_t* VisibleRow(uint32_t r) const {
+    return visible.data() + size_t{r} * config.row_width;
+  }
+  const int32_t* PendingRow(uint32_t r) const {
+    return pending.data() + size_t{r} * config.row_width;
+  }
 };
 
 }  // namespace serene::dataplane

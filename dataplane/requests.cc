@@ -110,14 +110,12 @@ ProcessResult HandleRead(JobState& job, const proto::PacketView& pkt, const prot
   }
   // Fold first, so a saturation it causes is already in this reply's flags.
   MaybeFoldRow(job, h.row);
+  const bool exact = ExactAt(job, h.clock);
   const uint16_t n = static_cast<uint16_t>(job.config.RowLength(h.row));
-  uint8_t* v = EmitReplyRaw(job, src, proto::Op::kReadReply, h.worker, h.clock, h.row, 0, n, out);
+  uint8_t* v = EmitReplyRaw(job, src, proto::Op::kReadReply, h.worker, h.clock, h.row,
+                            exact ? proto::flags::kExact : 0, n, out);
   if (v == nullptr) return {Verdict::kDropped, DropReason::kNone};
-  if (ReadRow(job, h.row, h.clock, v)) {
-    // Set the exact flag in the already written header.
-    uint8_t* flags_at = v - proto::kHeaderSize + proto::kOffFlags;
-    proto::StoreU16(flags_at, proto::LoadU16(flags_at) | proto::flags::kExact);
-  }
+  ReadRow(job, h.row, exact, v);
   ++w.counters.reads;
   return {Verdict::kReplied};
 }

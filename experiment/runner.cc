@@ -15,6 +15,7 @@
 #include "experiment/commands.h"
 #include "experiment/metrics_reader.h"
 #include "loadgen/child_process.h"
+#include "loadgen/switch_launch.h"
 
 namespace serene::experiment {
 namespace {
@@ -75,11 +76,7 @@ std::string ExitText(const RankExit& e) {
 
 }  // namespace
 
-std::string DefaultBinDir() {
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string(".") : self.parent_path().string();
-}
+std::string DefaultBinDir() { return loadgen::OwnBinaryDir(); }
 
 std::string RunDirName(size_t index, const RunSpec& run) {
   return fmt::format("{}-{}", index + 1, Slug(run.label));
@@ -120,15 +117,13 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
   if (serene) {
     ctx.key = RunKey(index);
     sw = std::make_unique<ChildProcess>(switch_bin, SwitchArgs(scenario, run, kJob, ctx.key));
-    auto line =
-        sw->started() ? sw->WaitForOutput("listening on ", kSwitchStartTimeout) : std::nullopt;
-    if (!line) {
+    auto listening = loadgen::WaitForListening(*sw, kSwitchStartTimeout);
+    if (!listening) {
       (void)WriteTextFile(dir + "/switch.log", sw->output());
       return fail(Status::Unavailable("serene-switch did not start; its output:\n" +
                                       Tail(sw->output(), kLogTailLines)));
     }
-    const size_t start = std::string("listening on ").size();
-    ctx.switch_address = line->substr(start, line->find_first_of(" \n", start) - start);
+    ctx.switch_address = *listening;
     progress(fmt::format("  serene-switch on {}: job {}", ctx.switch_address,
                          SwitchJobSpec(scenario, run, kJob, ctx.key)));
   }

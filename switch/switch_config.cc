@@ -205,14 +205,9 @@ std::vector<std::string> SwitchConfig::Warnings() const {
 
 Result<SwitchConfig> ParseTomlConfig(std::string_view text, std::string_view source) {
   const std::string src(source);
-  toml::table root;
-  try {
-    root = toml::parse(text, src);
-  } catch (const toml::parse_error& e) {
-    return Status::InvalidArgument(src + ":" + std::to_string(e.source().begin.line) + ":" +
-                                   std::to_string(e.source().begin.column) + ": " +
-                                   std::string(e.description()));
-  }
+  Result<toml::table> parsed = ParseTomlDocument(text, source);
+  if (!parsed.ok()) return parsed.status();
+  const toml::table& root = *parsed;
   SwitchConfig c;
   for (auto&& [k, node] : root) {
     const std::string key(k.str());

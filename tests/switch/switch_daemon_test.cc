@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "loadgen/child_process.h"
+#include "loadgen/switch_launch.h"
 #include "dataplane/counters.h"
 #include "net/address.h"
 #include "proto/codec.h"
@@ -34,11 +35,9 @@ class Daemon {
 
   // Waits for the "listening on ADDR" line; false if the daemon did not get there.
   bool WaitListening() {
-    auto line = child_.WaitForOutput("listening on ");
-    if (!line) return false;
-    const size_t start = std::string("listening on ").size();
-    const size_t end = line->find(' ', start);
-    auto ep = net::ParseEndpoint(line->substr(start, end - start));
+    auto listening = loadgen::WaitForListening(child_);
+    if (!listening) return false;
+    auto ep = net::ParseEndpoint(*listening);
     if (!ep.ok()) return false;
     addr_ = *ep;
     return true;

@@ -3,21 +3,16 @@
 #include <signal.h>
 
 #include "loadgen/child_process.h"
+#include "loadgen/switch_launch.h"
 
 namespace serene::testing {
 
 SwitchProcess::SwitchProcess(const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {"--bind", "127.0.0.1", "--port", "0", "--log-level", "warn"};
+  // "listening on" is an info line.
+  std::vector<std::string> argv = {"--bind", "127.0.0.1", "--port", "0", "--log-level", "info"};
   argv.insert(argv.end(), args.begin(), args.end());
-  // "listening" is logged at info; keep warn for the rest by asking for info.
-  argv[5] = "info";
   child_ = std::make_unique<loadgen::ChildProcess>(SERENE_SWITCH_BINARY, argv);
-  if (!child_->started()) return;
-  auto line = child_->WaitForOutput("listening on ");
-  if (!line) return;
-  const size_t start = std::string("listening on ").size();
-  const size_t end = line->find_first_of(" \n", start);
-  address_ = line->substr(start, end - start);
+  address_ = loadgen::WaitForListening(*child_).value_or("");
 }
 
 SwitchProcess::~SwitchProcess() { Stop(); }

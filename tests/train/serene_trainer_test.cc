@@ -5,12 +5,10 @@
 
 #include <cmath>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "testing/switch_process.h"
 #include "tests/train/test_data.h"
-#include "train/gloo_backend.h"
 #include "train/model_layout.h"
 #include "train/serene_backend.h"
 #include "train/trainer.h"
@@ -30,11 +28,7 @@ TrainerOptions SmallRun() {
   return o;
 }
 
-struct RankResult {
-  Status status;
-  RunMetrics metrics;
-  std::vector<float> model;
-};
+using testing::RankResult;
 
 std::string Job(int world, const std::string& policy) {
   return "id=1,workers=" + std::to_string(world) +
@@ -42,37 +36,9 @@ std::string Job(int world, const std::string& policy) {
          ",key=0x7E57,policy=" + policy;
 }
 
-// Trains `world` ranks on threads, each with its own client socket.
-std::vector<RankResult> TrainWith(int world, const TrainerOptions& options,
-                                  const std::function<Result<std::unique_ptr<Backend>>(int)>& make) {
-  std::vector<RankResult> results(world);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < world; ++rank) {
-    threads.emplace_back([&, rank] {
-      RankResult& out = results[rank];
-      auto backend = make(rank);
-      if (!backend.ok()) {
-        out.status = backend.status();
-        return;
-      }
-      auto trainer = Trainer::Create(options, testing::TrainSet(), &testing::TestSet(), **backend);
-      if (!trainer.ok()) {
-        out.status = trainer.status();
-        return;
-      }
-      Result<RunMetrics> m = (*trainer)->Run();
-      out.status = m.status();
-      if (m.ok()) out.metrics = *m;
-      out.model.assign((*trainer)->model().begin(), (*trainer)->model().end());
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  return results;
-}
-
 std::vector<RankResult> TrainWithSerene(const SwitchProcess& sw, int world,
                                         const TrainerOptions& options) {
-  return TrainWith(world, options, [&](int rank) -> Result<std::unique_ptr<Backend>> {
+  return testing::TrainRanks(world, options, [&](int rank) -> Result<std::unique_ptr<Backend>> {
     ClientOptions c;
     c.switch_address = sw.address();
     c.key = 0x7E57;
@@ -118,16 +84,7 @@ TEST(SereneTrainer, SyncFollowsTheGlooCurveForTheSameSeed) {
     serene_run = TrainWithSerene(sw, 2, o);
   }
   testing::ScratchDir dir;
-  gloo_run = TrainWith(2, o, [&](int rank) -> Result<std::unique_ptr<Backend>> {
-    GlooOptions g;
-    g.rank = rank;
-    g.world_size = 2;
-    g.rendezvous_dir = dir.Sub("rdv");
-    g.timeout = std::chrono::seconds(60);
-    auto b = GlooBackend::Connect(g);
-    if (!b.ok()) return b.status();
-    return std::unique_ptr<Backend>(std::move(*b));
-  });
+  gloo_run = testing::TrainRanks(2, o, testing::GlooRanks(2, dir.Sub("rdv")));
   ASSERT_TRUE(serene_run[0].status.ok()) << serene_run[0].status.ToString();
   ASSERT_TRUE(gloo_run[0].status.ok()) << gloo_run[0].status.ToString();
   const auto& a = serene_run[0].metrics.timeline;

@@ -5,9 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "train/backend.h"
 #include "train/fashion_mnist.h"
+#include "train/metrics.h"
+#include "train/trainer.h"
 
 namespace serene::train::testing {
 
@@ -29,5 +35,24 @@ class ScratchDir {
  private:
   std::filesystem::path path_;
 };
+
+// What one rank of a threaded run ended with.
+struct RankResult {
+  Status status;
+  RunMetrics metrics;
+  std::vector<float> model;
+};
+
+// Makes rank r's backend (on rank r's thread).
+using BackendFactory = std::function<Result<std::unique_ptr<Backend>>(int rank)>;
+
+// Trains `world` ranks on threads of this process, each with its own backend
+// (its own Gloo context or switch client), like separate processes would, on
+// TrainSet() and evaluating on TestSet().
+std::vector<RankResult> TrainRanks(int world, const TrainerOptions& options,
+                                   const BackendFactory& make_backend);
+
+// Gloo backends over TCP on loopback, meeting in a file store at `rendezvous_dir`.
+BackendFactory GlooRanks(int world, const std::string& rendezvous_dir);
 
 }  // namespace serene::train::testing

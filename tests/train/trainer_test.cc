@@ -5,11 +5,9 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
-#include <thread>
 #include <vector>
 
 #include "tests/train/test_data.h"
-#include "train/gloo_backend.h"
 
 namespace serene::train {
 namespace {
@@ -25,44 +23,13 @@ TrainerOptions SmallRun() {
   return o;
 }
 
-struct RankResult {
-  Status status;
-  RunMetrics metrics;
-  std::vector<float> model;
-};
+using testing::RankResult;
 
 // Trains `world` ranks on threads, each with its own Gloo context over TCP on
 // loopback, like separate processes would.
 std::vector<RankResult> TrainWithGloo(int world, const TrainerOptions& options) {
   ScratchDir dir;
-  std::vector<RankResult> results(world);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < world; ++rank) {
-    threads.emplace_back([&, rank] {
-      RankResult& out = results[rank];
-      GlooOptions g;
-      g.rank = rank;
-      g.world_size = world;
-      g.rendezvous_dir = dir.Sub("rdv");
-      g.timeout = std::chrono::seconds(60);
-      auto backend = GlooBackend::Connect(g);
-      if (!backend.ok()) {
-        out.status = backend.status();
-        return;
-      }
-      auto trainer = Trainer::Create(options, testing::TrainSet(), &testing::TestSet(), **backend);
-      if (!trainer.ok()) {
-        out.status = trainer.status();
-        return;
-      }
-      Result<RunMetrics> m = (*trainer)->Run();
-      out.status = m.status();
-      if (m.ok()) out.metrics = *m;
-      out.model.assign((*trainer)->model().begin(), (*trainer)->model().end());
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  return results;
+  return testing::TrainRanks(world, options, testing::GlooRanks(world, dir.Sub("rdv")));
 }
 
 bool BitIdentical(const std::vector<float>& a, const std::vector<float>& b) {

@@ -1,0 +1,23 @@
+// Helpers for tools and tests that start serene-switch as a child process:
+// where the sibling binaries are, and the address a switch started on
+// `--port 0` ended up listening on (read from its "listening on ADDR" log line).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "loadgen/child_process.h"
+
+namespace serene::loadgen {
+
+// The directory of the running executable ("." if it cannot be read): the
+// build puts every serene-* binary side by side in build/bin.
+std::string OwnBinaryDir();
+
+// Waits until `sw` logs "listening on ADDR" and returns ADDR ("127.0.0.1:PORT",
+// "[::1]:PORT"); nullopt if it did not start or exited first.
+std::optional<std::string> WaitForListening(ChildProcess& sw,
+                                            std::chrono::milliseconds guard = std::chrono::seconds(10));
+
+}  // namespace serene::loadgen
