@@ -15,7 +15,8 @@ namespace serene {
 class Status {
  public:
   enum class Code { kOk = 0, kInvalidArgument, kNotFound, kAlreadyExists, kFailedPrecondition,
-                    kUnavailable, kDeadlineExceeded, kIoError, kInternal };
+                    kUnavailable, kDeadlineExceeded, kIoError, kInternal, kUnauthenticated,
+                    kResourceExhausted };
 
   Status() = default;  // ok
   static Status Ok() { return Status(); }
@@ -31,6 +32,12 @@ class Status {
   }
   static Status IoError(std::string msg) { return Status(Code::kIoError, std::move(msg)); }
   static Status Internal(std::string msg) { return Status(Code::kInternal, std::move(msg)); }
+  static Status Unauthenticated(std::string msg) {
+    return Status(Code::kUnauthenticated, std::move(msg));
+  }
+  static Status ResourceExhausted(std::string msg) {
+    return Status(Code::kResourceExhausted, std::move(msg));
+  }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

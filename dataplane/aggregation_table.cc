@@ -39,6 +39,11 @@ bool ExactAt(const JobState& job, uint32_t clock) {
   return BankFor(job, clock - 1).params.Exact(job.config.workers);
 }
 
+bool ExactRead(const JobState& job, uint32_t clock) {
+  if (!ExactAt(job, clock)) return false;
+  return job.max_released == proto::kNoClock || proto::ClockDiff(job.max_released, clock) < 0;
+}
+
 bool ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
               const uint8_t* be_values) {
   uint32_t& tag = job.TagsOf(worker)[row];

@@ -32,6 +32,14 @@ void MaybeFoldRow(JobState& job, uint32_t row);
 // True if INCs of, and READs at, clock t are served in exact mode.
 bool ExactAt(const JobState& job, uint32_t clock);
 
+// True if a READ at clock t can be served exactly: ExactAt(t), and no rank
+// has been released from clock t yet. The second condition matters across a
+// swap from an exact to a non-exact rule effective at t: a rank released from
+// t by the new rule INCs clock t+1 straight into the visible table, so a rank
+// still in t would read (and be told EXACT of) a model holding its peers'
+// next-clock updates. One register compare, like the rest of the stage.
+bool ExactRead(const JobState& job, uint32_t clock);
+
 // Adds the INC's big-endian values to row r for (worker, clock). The caller
 // has validated rank, row, count and clock. Returns false (and changes
 // nothing) if this (worker, clock, row) was already applied.

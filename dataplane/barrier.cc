@@ -73,8 +73,28 @@ void RefreshSummary(JobState& job) {
   job.high = live > 0 ? high : high_all;
 }
 
+namespace {
+
+// EWMA with gain 1/8 (shifts only); the first sample seeds it.
+void Ewma(uint64_t* avg, uint64_t sample) {
+  if (*avg == 0) {
+    *avg = sample;
+  } else {
+    *avg = static_cast<uint64_t>(static_cast<int64_t>(*avg) +
+                                 (static_cast<int64_t>(sample) - static_cast<int64_t>(*avg)) / 8);
+  }
+}
+
+}  // namespace
+
 void CompleteClock(JobState& job, uint32_t worker, uint32_t clock, Timestamp now) {
   WorkerRegs& w = job.workers[worker];
+  if (w.completed_at != 0) Ewma(&w.iter_ns, Elapsed(w.completed_at, now));
+  if (w.released_at != 0) {
+    w.last_work_ns = Elapsed(w.released_at, now);
+    Ewma(&w.work_ns, w.last_work_ns);
+  }
+  w.completed_at = now;
   w.done = clock;
   w.released = false;
   w.wait_since = now;
@@ -96,7 +116,8 @@ uint32_t ReleaseEligible(JobState& job, Timestamp now, Output* out) {
     job.waiting.reset(i);
     w.released = true;
     w.release_epoch = BankFor(job, w.done).epoch;
-    w.counters.wait_ns += now - w.wait_since;
+    w.counters.wait_ns += Elapsed(w.wait_since, now);
+    w.released_at = now;
     ++w.counters.releases;
     ++job.counters.releases;
     if (proto::ClockDiff(w.done, job.max_released) > 0) job.max_released = w.done;

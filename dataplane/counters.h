@@ -57,10 +57,12 @@ struct WorkerCounters {
   uint64_t incs_applied = 0;
   uint64_t incs_duplicate = 0;  // INC rows already applied (retransmissions)
   uint64_t clocks = 0;          // CLOCKs that completed a clock
+  uint64_t clock_retransmits = 0;  // CLOCKs for the clock already completed
   uint64_t nacks = 0;
   uint64_t releases = 0;
   uint64_t errors = 0;          // ERROR replies sent to this rank
   uint64_t wait_ns = 0;         // total time between completing a clock and its RELEASE
+  uint64_t evictions = 0;       // times the rank was taken out of the barrier (evict or LEAVE)
 };
 
 // Counters of one job.

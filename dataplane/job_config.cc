@@ -1,5 +1,6 @@
 #include "dataplane/job_config.h"
 
+#include "common/duration.h"
 #include "common/parse.h"
 
 #include <algorithm>
@@ -49,6 +50,10 @@ Status JobConfig::Validate() const {
     return Status::InvalidArgument("job " + std::to_string(id) + ": scale=2^" +
                                    std::to_string(scale_log2) + " out of range 2^1..2^30");
   }
+  if (evict_after_ms > kMaxEvictAfterMs) {
+    return Status::InvalidArgument("job " + std::to_string(id) + ": evict_after=" +
+                                   std::to_string(evict_after_ms) + "ms out of range 0..1h");
+  }
   if (policy.quorum == 0) {
     return Status::InvalidArgument("job " + std::to_string(id) + ": quorum must be at least 1");
   }
@@ -61,7 +66,8 @@ Result<JobConfig> JobConfig::ParseSpec(std::string_view spec) {
   auto bad = [&](const std::string& why) {
     return Status::InvalidArgument(
         "bad job spec '" + std::string(spec) + "': " + why +
-        " (expected id=J,workers=N,elements=E[,row=R][,scale=2^B][,key=K][,policy=P])");
+        " (expected id=J,workers=N,elements=E[,row=R][,scale=2^B][,key=K][,evict_after=D]"
+        "[,policy=P])");
   };
   size_t start = 0;
   while (start <= spec.size()) {
@@ -103,6 +109,13 @@ Result<JobConfig> JobConfig::ParseSpec(std::string_view spec) {
     } else if (key == "key") {
       if (!serene::ParseUint32(val, &v32)) return bad("key must be a 32-bit decimal or 0x-hex number");
       c.key = v32;
+    } else if (key == "evict_after") {
+      uint64_t ns = 0;
+      if (!serene::ParseDuration(val, &ns) || ns % 1'000'000 != 0) {
+        return bad("evict_after must be a duration in whole milliseconds up to 1h, e.g. 10s or "
+                   "500ms (0 = never)");
+      }
+      c.evict_after_ms = static_cast<uint32_t>(ns / 1'000'000);
     } else if (key == "policy") {
       // The general form "window=W,quorum=K,lag=L" has commas of its own: it
       // takes the rest of the spec, so it must come last.
@@ -128,7 +141,9 @@ Result<JobConfig> JobConfig::ParseSpec(std::string_view spec) {
 std::string JobConfig::ToString() const {
   return "id=" + std::to_string(id) + ",workers=" + std::to_string(workers) +
          ",elements=" + std::to_string(elements) + ",row=" + std::to_string(row_width) +
-         ",scale=2^" + std::to_string(scale_log2) + ",policy=" + policy.ToString();
+         ",scale=2^" + std::to_string(scale_log2) +
+         ",evict_after=" + serene::FormatDuration(uint64_t{evict_after_ms} * 1'000'000) +
+         ",policy=" + policy.ToString();
 }
 
 }  // namespace serene::dataplane

@@ -21,6 +21,9 @@ struct JobConfig {
   uint32_t scale_log2 = kDefaultScaleLog2;  // fixed point: value = round(x * 2^scale_log2)
   uint32_t key = 0;                        // per-job secret carried by every packet
   BarrierParams policy = BarrierParams::Sync();
+  // The daemon (not the pure pipeline) evicts a joined rank whose last packet
+  // is older than this, so its peers are not held forever; 0 = never.
+  uint32_t evict_after_ms = kDefaultEvictAfterMs;
 
   uint32_t rows() const { return static_cast<uint32_t>((elements + row_width - 1) / row_width); }
   // Number of values in row r (the last row may be short). REQUIRES: r < rows().
@@ -32,9 +35,10 @@ struct JobConfig {
   // Checks every bound; the message names the field, the value and the range.
   Status Validate() const;
 
-  // Parses "id=J,workers=N,elements=E[,row=R][,scale=S][,key=K][,policy=P]".
+  // Parses "id=J,workers=N,elements=E[,row=R][,scale=S][,key=K][,evict_after=D][,policy=P]".
   // S is a power of two written 2^B or in full (16777216); K is decimal or 0x-hex;
-  // P is a BarrierParams strategy (sync, ssp:W, async, quorum:K:L).
+  // D a duration (10s, 500ms; 0 = never); P is a BarrierParams strategy (sync,
+  // ssp:W, async, quorum:K:L).
   static Result<JobConfig> ParseSpec(std::string_view spec);
   std::string ToString() const;
 };

@@ -2,6 +2,12 @@
 
 namespace serene::dataplane {
 
+uint64_t JobStateBytes(const JobConfig& c) {
+  const uint64_t rows = c.rows();
+  return 2 * c.elements * sizeof(int32_t) + rows * sizeof(uint32_t) +
+         rows * c.workers * sizeof(uint32_t) + c.workers * sizeof(WorkerRegs) + sizeof(JobState);
+}
+
 JobState::JobState(const JobConfig& c)
     : config(c),
       rows(c.rows()),

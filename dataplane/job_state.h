@@ -37,6 +37,14 @@ struct WorkerRegs {
   uint32_t release_epoch = 0;    // epoch of the bank that released `done`
   Timestamp wait_since = 0;      // when `done` was completed (valid while !released)
   Timestamp last_seen = 0;       // last authenticated packet
+  // Pace of the rank, for telemetry and policies (0 = no sample yet). Updated
+  // once per completed clock with shifts only (EWMA, gain 1/8), like a P4
+  // register action; reset when an evicted rank joins again.
+  Timestamp released_at = 0;     // when the rank was last released (0: not since JOIN)
+  Timestamp completed_at = 0;    // when the rank last completed a clock (0: not since JOIN)
+  uint64_t iter_ns = 0;          // EWMA of the time between two completed clocks
+  uint64_t work_ns = 0;          // EWMA of RELEASE -> next CLOCK: the rank's own step time
+  uint64_t last_work_ns = 0;     // the last such sample
   proto::Endpoint addr;          // learned at JOIN
   WorkerCounters counters;
 };
@@ -46,6 +54,10 @@ struct PolicyBank {
   BarrierParams params;
   uint32_t epoch = 0;
 };
+
+// Bytes of registers a job of this geometry allocates (the table twice, the
+// exactly-once tags, per-row and per-rank registers), for admission checks.
+uint64_t JobStateBytes(const JobConfig& config);
 
 struct JobState {
   explicit JobState(const JobConfig& c);

@@ -29,6 +29,8 @@ void Join(JobState& job, uint32_t worker, const proto::Endpoint& src, Timestamp 
       w.rows_this_clock = 0;
     }
     w.live = true;
+    w.released_at = w.released ? now : 0;  // the silence is not a step of the rank's
+    w.completed_at = 0;
     if (!w.released) {
       job.waiting.set(worker);
       w.wait_since = now;
@@ -54,6 +56,7 @@ void Join(JobState& job, uint32_t worker, const proto::Endpoint& src, Timestamp 
 
 void RemoveFromBarrier(JobState& job, uint32_t worker, Timestamp now, Output* out) {
   WorkerRegs& w = job.workers[worker];
+  if (w.live) ++w.counters.evictions;
   w.live = false;
   job.waiting.reset(worker);
   ReleaseEligible(job, now, out);

@@ -1,6 +1,7 @@
 #include "dataplane/pipeline.h"
 
 #include <mutex>
+#include <new>
 #include <string>
 
 #include "dataplane/aggregation_table.h"
@@ -75,7 +76,15 @@ Status Pipeline::CreateJob(const JobConfig& config) {
   Status s = config.Validate();
   if (!s.ok()) return s;
   // Allocate outside the table lock: a large model takes a while to zero.
-  auto state = std::make_shared<JobState>(config);
+  std::shared_ptr<JobState> state;
+  try {
+    state = std::make_shared<JobState>(config);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted(
+        "job " + std::to_string(config.id) + " needs " +
+        std::to_string(JobStateBytes(config) >> 20) +
+        " MiB of registers and they cannot be allocated; use fewer elements or workers");
+  }
   std::unique_lock lock(table_mu_);
   if (jobs_[config.id] != nullptr) {
     return Status::AlreadyExists("job " + std::to_string(config.id) + " already exists");
@@ -110,17 +119,31 @@ Result<PolicyChange> Pipeline::SetPolicy(uint16_t job, const BarrierParams& para
   return change;
 }
 
-Status Pipeline::Evict(uint16_t job, uint16_t worker, Timestamp now, Output* out) {
+Status Pipeline::Evict(uint16_t job, uint16_t worker, Timestamp now, Output* out,
+                       bool* was_live) {
   std::shared_ptr<JobState> j = Find(job);
   if (j == nullptr) return NoJob(job);
   std::lock_guard lock(j->mu);
   if (worker >= j->workers.size()) {
-    return Status::InvalidArgument("job " + std::to_string(job) + " has ranks 0.." +
-                                   std::to_string(j->workers.size() - 1) + ", not " +
-                                   std::to_string(worker));
+    return Status::InvalidArgument("rank " + std::to_string(worker) + ": job " +
+                                   std::to_string(job) + " has ranks 0.." +
+                                   std::to_string(j->workers.size() - 1));
   }
+  if (was_live != nullptr) *was_live = j->workers[worker].live;
   RemoveFromBarrier(*j, worker, now, out);
   return Status::Ok();
+}
+
+Result<bool> Pipeline::EvictIfSilent(uint16_t job, uint16_t worker, uint64_t silent_ns,
+                                     Timestamp now, Output* out) {
+  std::shared_ptr<JobState> j = Find(job);
+  if (j == nullptr) return NoJob(job);
+  std::lock_guard lock(j->mu);
+  if (worker >= j->workers.size()) return false;
+  const WorkerRegs& w = j->workers[worker];
+  if (!w.live || !w.joined || j->finished || Elapsed(w.last_seen, now) < silent_ns) return false;
+  RemoveFromBarrier(*j, worker, now, out);
+  return true;
 }
 
 Status Pipeline::Finish(uint16_t job, Timestamp now, Output* out) {
@@ -155,9 +178,21 @@ Result<JobTelemetry> Pipeline::Telemetry(uint16_t job) const {
   t.workers.reserve(j->workers.size());
   for (uint32_t i = 0; i < j->workers.size(); ++i) {
     const WorkerRegs& w = j->workers[i];
-    t.workers.push_back(WorkerTelemetry{i, w.done, w.joined, w.live, j->waiting.test(i),
-                                        w.rows_this_clock, w.wait_since, w.last_seen, w.addr,
-                                        w.counters});
+    WorkerTelemetry& wt = t.workers.emplace_back();
+    wt.rank = i;
+    wt.done = w.done;
+    wt.joined = w.joined;
+    wt.live = w.live;
+    wt.waiting = j->waiting.test(i);
+    wt.rows_this_clock = w.rows_this_clock;
+    wt.wait_since = w.wait_since;
+    wt.last_seen = w.last_seen;
+    wt.completed_at = w.completed_at;
+    wt.iter_ns = w.iter_ns;
+    wt.work_ns = w.work_ns;
+    wt.last_work_ns = w.last_work_ns;
+    wt.addr = w.addr;
+    wt.counters = w.counters;
   }
   return t;
 }

@@ -61,7 +61,9 @@ class Pipeline {
 
   // --- Control operations (the runtime API's back end) ---
 
-  // Creates a job; fails if the id exists, the config is invalid, or kMaxJobs are in use.
+  // Creates a job; fails if the id exists, the config is invalid, kMaxJobs
+  // are in use (FailedPrecondition) or its registers cannot be allocated
+  // (ResourceExhausted, naming the size: see JobStateBytes).
   Status CreateJob(const JobConfig& config);
   // Deletes a job and its state; packets for it are then dropped as unknown.
   Status DeleteJob(uint16_t job);
@@ -77,7 +79,15 @@ class Pipeline {
 
   // Removes a rank from the barrier (it stopped sending). It may JOIN again and
   // resumes from the switch's model. Ranks the eviction unblocks are released.
-  Status Evict(uint16_t job, uint16_t worker, Timestamp now, Output* out);
+  // *was_live (optional) tells whether the rank was in the barrier.
+  Status Evict(uint16_t job, uint16_t worker, Timestamp now, Output* out,
+               bool* was_live = nullptr);
+
+  // Evicts `worker` only if it is live and its last packet is older than
+  // `silent_ns` at `now` (checked and done under the job's lock, so a rank
+  // that just spoke is never evicted). Returns whether it was evicted.
+  Result<bool> EvictIfSilent(uint16_t job, uint16_t worker, uint64_t silent_ns, Timestamp now,
+                             Output* out);
 
   // Ends the job: every waiting rank is released with the FINISHED flag and
   // every later CLOCK is released at once.

@@ -110,7 +110,7 @@ ProcessResult HandleRead(JobState& job, const proto::PacketView& pkt, const prot
   }
   // Fold first, so a saturation it causes is already in this reply's flags.
   MaybeFoldRow(job, h.row);
-  const bool exact = ExactAt(job, h.clock);
+  const bool exact = ExactRead(job, h.clock);
   const uint16_t n = static_cast<uint16_t>(job.config.RowLength(h.row));
   uint8_t* v = EmitReplyRaw(job, src, proto::Op::kReadReply, h.worker, h.clock, h.row,
                             exact ? proto::flags::kExact : 0, n, out);
@@ -155,6 +155,7 @@ ProcessResult HandleClock(JobState& job, const proto::PacketView& pkt, const pro
   WorkerRegs& w = job.workers[h.worker];
   if (h.clock == w.done && w.done != proto::kNoClock) {
     // Retransmission: idempotent answer.
+    ++w.counters.clock_retransmits;
     if (!w.released) return Drop(job, DropReason::kClockWaiting);
     EmitRelease(job, h.worker, out);
     return {Verdict::kReplied};

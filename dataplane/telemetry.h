@@ -21,7 +21,11 @@ struct WorkerTelemetry {
   bool waiting = false;       // completed `done`, waiting for RELEASE
   uint32_t rows_this_clock = 0;  // distinct INC rows applied at clock done+1
   Timestamp wait_since = 0;   // valid while waiting
-  Timestamp last_seen = 0;
+  Timestamp last_seen = 0;    // last authenticated packet (0: never)
+  Timestamp completed_at = 0; // last completed clock (0: none since JOIN)
+  uint64_t iter_ns = 0;       // EWMA of the time between completed clocks (0: no sample)
+  uint64_t work_ns = 0;       // EWMA of RELEASE -> next CLOCK, waiting excluded (0: no sample)
+  uint64_t last_work_ns = 0;  // the last RELEASE -> CLOCK sample
   proto::Endpoint addr;
   WorkerCounters counters;
 };

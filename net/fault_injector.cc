@@ -17,12 +17,6 @@ Status Bad(std::string_view spec, const std::string& why) {
                                  std::string(kSpecSyntax) + ")");
 }
 
-bool ParseDouble(std::string_view s, double* out) {
-  if (s.empty()) return false;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(*out);
-}
-
 bool ParseProbability(std::string_view s, double* out) {
   double scale = 1.0;
   if (!s.empty() && s.back() == '%') {
@@ -51,38 +45,6 @@ bool Later(const FaultInjector::Datagram& a, const FaultInjector::Datagram& b) {
 }
 
 }  // namespace
-
-bool ParseDuration(std::string_view text, Nanos* out) {
-  struct Unit {
-    std::string_view suffix;
-    double ns;
-  };
-  // Longest suffixes first so "ms" is not read as "s".
-  static constexpr Unit kUnits[] = {{"ns", 1}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}};
-  if (text == "0") {
-    *out = 0;
-    return true;
-  }
-  for (const Unit& u : kUnits) {
-    if (text.size() > u.suffix.size() && text.ends_with(u.suffix)) {
-      double v = 0;
-      if (!ParseDouble(text.substr(0, text.size() - u.suffix.size()), &v) || v < 0) return false;
-      const double ns = v * u.ns;
-      if (ns > 3600e9) return false;  // an hour is surely a typo
-      *out = static_cast<Nanos>(std::llround(ns));
-      return true;
-    }
-  }
-  return false;
-}
-
-std::string FormatDuration(Nanos ns) {
-  if (ns == 0) return "0";
-  if (ns % 1'000'000'000 == 0) return std::to_string(ns / 1'000'000'000) + "s";
-  if (ns % 1'000'000 == 0) return std::to_string(ns / 1'000'000) + "ms";
-  if (ns % 1'000 == 0) return std::to_string(ns / 1'000) + "us";
-  return std::to_string(ns) + "ns";
-}
 
 Result<FaultSpec> FaultSpec::Parse(std::string_view text) {
   FaultSpec spec;

@@ -34,6 +34,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/duration.h"
 #include "common/status.h"
 #include "proto/endpoint.h"
 
@@ -133,9 +134,8 @@ class FaultInjector {
   FaultCounters counters_;
 };
 
-// Parses a duration with a unit: "0", "250ns", "250us", "2ms", "1.5s".
-bool ParseDuration(std::string_view text, Nanos* out);
-// Formats nanoseconds with the largest exact unit ("2ms", "1500us").
-std::string FormatDuration(Nanos ns);
+// Durations in specs: "0", "250ns", "250us", "2ms", "1.5s" (common/duration.h).
+using serene::FormatDuration;
+using serene::ParseDuration;
 
 }  // namespace serene::net

@@ -212,3 +212,53 @@ INSTANTIATE_TEST_SUITE_P(Seeds, HotSwapProperties, ::testing::Values(1u, 2u, 3u,
 
 }  // namespace
 }  // namespace serene::testing
+
+namespace serene::testing {
+namespace {
+
+// Issue 7's defect: after a swap from SYNC to a non-exact rule effective at
+// clock t, a rank released from t by the new rule INCs t+1 straight into the
+// visible table; a rank still in t must not be told EXACT for that row.
+TEST(HotSwap, ReadIsNotExactOnceAPeerWasReleasedFromTheSwapClock) {
+  Harness h;
+  h.CreateJob(TestJob(2, dataplane::BarrierParams::Sync(), 4, 4));
+  h.JoinAll(2);
+  h.Seed({10, 10, 10, 10});
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  ASSERT_TRUE(h.pipeline().SetPolicy(1, dataplane::BarrierParams::Ssp(3), 1u, h.now, &out).ok());
+
+  // Both ranks are in clock 1 (released from clock 0 by SYNC): reads are exact.
+  auto before = h.Read(1, 1, 0);
+  ASSERT_TRUE(before.has_value());
+  EXPECT_TRUE(before->header.flags & proto::flags::kExact);
+  EXPECT_EQ(before->values, (std::vector<int32_t>{10, 10, 10, 10}));
+
+  // Rank 0 completes clock 1 and is released by SSP(3), then INCs clock 2.
+  EXPECT_EQ(ReleasedRanks(h.Step(0, 1, {1, 1, 1, 1})), std::vector<uint32_t>{0});
+  ASSERT_EQ(h.Inc(0, 2, 0, {100, 100, 100, 100}).verdict, dataplane::Verdict::kApplied);
+
+  // Rank 1, still in clock 1, reads: the row holds rank 0's clock-2 update,
+  // so the reply must not claim to be the model after clock 0.
+  auto after = h.Read(1, 1, 0);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_FALSE(after->header.flags & proto::flags::kExact) << "values " << after->values[0];
+  EXPECT_TRUE(h.Telemetry().swap_pending) << "rank 1 has not completed the swap clock";
+  EXPECT_EQ(ReleasedRanks(h.Step(1, 1, {1, 1, 1, 1})), std::vector<uint32_t>{1});
+  EXPECT_EQ(h.Model(), (std::vector<int32_t>{112, 112, 112, 112}));
+}
+
+TEST(HotSwap, ExactReadsInSteadySyncAreFlaggedExact) {
+  Harness h;
+  h.CreateJob(TestJob(2, dataplane::BarrierParams::Sync(), 4, 4));
+  h.JoinAll(2);
+  h.Seed({1, 2, 3, 4});
+  // Rank 0 runs ahead into clock 1's INCs and CLOCK; rank 1 reads clock 1.
+  EXPECT_TRUE(ReleasedRanks(h.Step(0, 1, {5, 5, 5, 5})).empty());
+  auto r = h.Read(1, 1, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_TRUE(r->header.flags & proto::flags::kExact);
+  EXPECT_EQ(r->values, (std::vector<int32_t>{1, 2, 3, 4})) << "rank 0's clock-1 INCs held back";
+}
+
+}  // namespace
+}  // namespace serene::testing

@@ -105,5 +105,83 @@ TEST(Pipeline, WaitingTimeIsMeasuredWithTheCallersClock) {
   EXPECT_EQ(h.Telemetry().workers[0].counters.wait_ns, 15'000u);
 }
 
+TEST(Pipeline, TimeStampsOutOfOrderNeverMakeWaitingNegative) {
+  // Two switch threads may stamp packets slightly out of order.
+  Harness h;
+  h.CreateJob(Job(2, BarrierParams::Sync()));
+  h.JoinAll(2);
+  h.Seed(std::vector<int32_t>(6, 0));
+  h.now = 50'000;
+  h.Step(0, 1, std::vector<int32_t>(6, 0));
+  h.now = 40'000;  // an earlier stamp from another thread
+  h.Step(1, 1, std::vector<int32_t>(6, 0));
+  EXPECT_EQ(h.Telemetry().workers[0].counters.wait_ns, 0u);
+}
+
+TEST(Pipeline, PaceRegistersFollowClockArrivals) {
+  Harness h;
+  h.CreateJob(Job(1, BarrierParams::Sync()));
+  h.JoinAll(1);
+  h.now = 1'000'000;
+  h.Seed(std::vector<int32_t>(6, 0));  // CLOCK(0), released at once
+  auto t = h.Telemetry();
+  EXPECT_EQ(t.workers[0].iter_ns, 0u) << "no sample before two completed clocks";
+  EXPECT_EQ(t.workers[0].work_ns, 0u) << "clock 0 started at JOIN, not at a RELEASE";
+  h.now = 1'800'000;
+  h.Step(0, 1, std::vector<int32_t>(6, 0));
+  t = h.Telemetry();
+  EXPECT_EQ(t.workers[0].iter_ns, 800'000u);
+  EXPECT_EQ(t.workers[0].work_ns, 800'000u);
+  EXPECT_EQ(t.workers[0].last_work_ns, 800'000u);
+  EXPECT_EQ(t.workers[0].completed_at, 1'800'000u);
+  h.now = 3'400'000;  // a 1.6 ms step: the EWMA moves 1/8 of the way
+  h.Step(0, 2, std::vector<int32_t>(6, 0));
+  t = h.Telemetry();
+  EXPECT_EQ(t.workers[0].work_ns, 900'000u);
+  EXPECT_EQ(t.workers[0].last_work_ns, 1'600'000u);
+}
+
+TEST(Pipeline, EvictIfSilentEvictsOnlyJoinedLiveRanksSilentLongEnough) {
+  Harness h;
+  h.CreateJob(Job(3, BarrierParams::Sync()));
+  h.Join(0);
+  h.Join(1);  // rank 2 never joins
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  h.now += 500;
+  auto r = h.pipeline().EvictIfSilent(1, 0, 1000, h.now, &out);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(*r) << "silent for 500 ns only";
+  h.now += 1000;
+  EXPECT_TRUE(*h.pipeline().EvictIfSilent(1, 0, 1000, h.now, &out));
+  EXPECT_FALSE(*h.pipeline().EvictIfSilent(1, 0, 1000, h.now, &out)) << "already out";
+  EXPECT_FALSE(*h.pipeline().EvictIfSilent(1, 2, 1000, h.now, &out)) << "never joined";
+  EXPECT_FALSE(*h.pipeline().EvictIfSilent(1, 7, 1000, h.now, &out)) << "no such rank";
+  EXPECT_FALSE(h.pipeline().EvictIfSilent(9, 0, 1000, h.now, &out).ok()) << "no such job";
+  auto t = h.Telemetry();
+  EXPECT_FALSE(t.workers[0].live);
+  EXPECT_EQ(t.workers[0].counters.evictions, 1u);
+  EXPECT_TRUE(t.workers[1].live);
+}
+
+TEST(Pipeline, EvictionReleasesThePeersTheSilentRankHeld) {
+  Harness h;
+  h.CreateJob(Job(3, BarrierParams::Sync()));
+  h.JoinAll(3);
+  h.Seed(std::vector<int32_t>(6, 0));
+  h.Step(0, 1, std::vector<int32_t>(6, 1));
+  h.Step(1, 1, std::vector<int32_t>(6, 1));
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  bool was_live = false;
+  ASSERT_TRUE(h.pipeline().Evict(1, 2, h.now, &out, &was_live).ok());
+  EXPECT_TRUE(was_live);
+  EXPECT_EQ(out.size(), 2u) << "ranks 0 and 1 released";
+  // The evicted rank comes back: it resumes at the slowest live clock.
+  auto ack = h.Join(2);
+  auto acks = OfOp(ack, Op::kJoinAck);
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].values[proto::join_ack::kDone], 1) << "jumped to the live ranks' clock";
+  EXPECT_TRUE(h.Telemetry().workers[2].live);
+}
+
 }  // namespace
 }  // namespace serene::testing
