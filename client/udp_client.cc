@@ -83,6 +83,17 @@ Status UdpClient::Refused(const std::string& what, const proto::PacketView& erro
                                     std::to_string(options_.rank) + ": " + code);
 }
 
+Status UdpClient::NoProgressError(uint32_t c, const JobInfo& ack) const {
+  const auto secs = std::chrono::duration_cast<std::chrono::duration<double>>(options_.deadline);
+  return Status::DeadlineExceeded(
+      "job " + std::to_string(options_.job) + " rank " + std::to_string(options_.rank) +
+      ": waited at the barrier after CLOCK " + ClockText(c) + " for " +
+      std::to_string(secs.count()).substr(0, 5) +
+      " s without progress (slowest live rank at clock " + ClockText(ack.low) +
+      ", fastest at " + ClockText(ack.high) + ", policy epoch " + std::to_string(ack.epoch) +
+      "); a peer rank is stuck, or the switch does not evict silent ranks (evict_after=0)");
+}
+
 Status UdpClient::SaturationError() const {
   return Status::FailedPrecondition(
       "job " + std::to_string(options_.job) +
@@ -189,7 +200,11 @@ Result<JobInfo> UdpClient::SendJoin() {
         ack = ParseJoinAck(v);
         return true;
       }
-      if (v.header.op == Op::kError) {
+      // A JOIN is never refused as evicted: such an ERROR answers an earlier
+      // request (the other READs of a pull that learned of an eviction).
+      if (v.header.op == Op::kError && !(v.header.count >= 1 &&
+                                         v.Value(0) == static_cast<int32_t>(
+                                                           proto::ErrorCode::kEvicted))) {
         refused = Refused("JOIN", v);
         return true;
       }
@@ -285,6 +300,42 @@ Status UdpClient::PullFixed(std::span<int32_t> model) {
     return Status::InvalidArgument("Pull(): model has " + std::to_string(model.size()) +
                                    " elements, job has " + std::to_string(info_.elements));
   }
+  // A rank evicted while it was away (a long stall, a partition) is told so
+  // by its first READ: it joins again — resuming at the slowest live rank's
+  // clock if it fell behind — and pulls the model of its new clock.
+  for (int attempt = 0;; ++attempt) {
+    bool evicted = false;
+    Status s = PullOnce(model, &evicted);
+    if (!evicted) return s;
+    if (attempt == 2) {
+      return Status::FailedPrecondition("job " + std::to_string(options_.job) + " rank " +
+                                        std::to_string(options_.rank) +
+                                        ": evicted again right after rejoining, three times");
+    }
+    s = Rejoin();
+    if (!s.ok()) return s;
+  }
+}
+
+Status UdpClient::Rejoin() {
+  ++stats_.rejoins;
+  Result<JobInfo> ack = SendJoin();
+  if (!ack.ok()) return ack.status();
+  info_.done = ack->done;
+  info_.waiting = ack->waiting;
+  info_.low = ack->low;
+  info_.high = ack->high;
+  info_.epoch = ack->epoch;
+  done_ = ack->done;
+  pushed_ = false;
+  rejoined_ = true;
+  if (!ack->waiting) return Status::Ok();
+  // Rejoined while waiting at the barrier: wait for that release first.
+  Result<ClockResult> r = AwaitRelease(done_, 0, true);
+  return r.ok() ? Status::Ok() : r.status();
+}
+
+Status UdpClient::PullOnce(std::span<int32_t> model, bool* evicted) {
   const auto started = SteadyClock::now();
   const uint32_t c = clock();
   const uint32_t rows = info_.rows;
@@ -317,6 +368,10 @@ Status UdpClient::PullFixed(std::span<int32_t> model) {
     Status s = Receive(due - SteadyClock::now(), [&](const proto::PacketView& v) {
       const proto::Header& h = v.header;
       if (h.op == Op::kError && h.clock == c && h.row < rows) {
+        if (h.count >= 1 && v.Value(0) == static_cast<int32_t>(proto::ErrorCode::kEvicted)) {
+          *evicted = true;
+          return true;
+        }
         refused = Refused("READ (row " + std::to_string(h.row) + ", clock " + ClockText(c) + ")",
                           v);
         return true;
@@ -350,6 +405,7 @@ Status UdpClient::PullFixed(std::span<int32_t> model) {
     });
     if (!s.ok()) return s;
     if (!refused.ok()) return refused;
+    if (*evicted) return Status::Ok();
     if (saturated_ && options_.fail_on_saturation) return SaturationError();
 
     // Drop answered rows; retransmit overdue ones, and (fast retransmit, as
@@ -462,9 +518,22 @@ Result<ClockResult> UdpClient::AwaitRelease(uint32_t c, uint32_t rows_announced,
     if (!s.ok()) return s;
   }
   auto next_send = SteadyClock::now() + Rto(0);
-  const auto probe_every = std::max(Rto(30), std::chrono::duration_cast<SteadyClock::duration>(
-                                                 std::chrono::milliseconds(500)));
+  // Probe at least four times per deadline, so one lost probe never makes a
+  // live switch look silent.
+  const auto probe_every = std::min<SteadyClock::duration>(
+      std::max(Rto(30), std::chrono::duration_cast<SteadyClock::duration>(
+                            std::chrono::milliseconds(500))),
+      std::chrono::duration_cast<SteadyClock::duration>(options_.deadline) / 4);
   auto next_probe = SteadyClock::now() + probe_every;
+  // The barrier's state as the probes' JOIN_ACKs show it; a wait in which it
+  // does not move for `deadline` ends with an error instead of hanging (a
+  // peer alive but stuck, or a switch that evicts nobody).
+  struct Progress {
+    uint32_t low, high, epoch;
+    bool operator==(const Progress&) const = default;
+  };
+  std::optional<Progress> seen;
+  auto last_progress = SteadyClock::now();
 
   while (true) {
     std::optional<ClockResult> released;
@@ -514,6 +583,8 @@ Result<ClockResult> UdpClient::AwaitRelease(uint32_t c, uint32_t rows_announced,
       pushed_ = false;
       released->waited = SteadyClock::now() - started;
       released->finished = finished_;
+      released->rejoined = rejoined_;
+      rejoined_ = false;
       stats_.clock_wait += released->waited;
       if (saturated_ && options_.fail_on_saturation) return SaturationError();
       return *released;
@@ -536,6 +607,13 @@ Result<ClockResult> UdpClient::AwaitRelease(uint32_t c, uint32_t rows_announced,
       continue;
     }
     if (ack) {
+      const Progress now_seen{ack->low, ack->high, ack->epoch};
+      if (!seen || !(*seen == now_seen)) {
+        seen = now_seen;
+        last_progress = SteadyClock::now();
+      } else if (SteadyClock::now() - last_progress > options_.deadline) {
+        return NoProgressError(c, *ack);
+      }
       if (ack->done == c && !ack->waiting) {
         // Released but the RELEASE was lost: ask again for it (with its epoch).
         s = send_clock(flags::kRetransmit);
@@ -561,6 +639,7 @@ Result<ClockResult> UdpClient::AwaitRelease(uint32_t c, uint32_t rows_announced,
         r.waited = SteadyClock::now() - started;
         r.finished = finished_;
         r.rejoined = true;
+        rejoined_ = false;
         stats_.clock_wait += r.waited;
         return r;
       }
@@ -578,16 +657,17 @@ Result<ClockResult> UdpClient::AwaitRelease(uint32_t c, uint32_t rows_announced,
       // 24-byte packet every 100 ms costs nothing and bounds the recovery.
       next_send = now + std::min<SteadyClock::duration>(Rto(++attempts), kClockRtoCap);
     }
-    if (now >= next_probe) {
+    if (now >= next_probe && now - last_heard_ >= probe_every) {
       // Retransmitted CLOCKs get no answer while we wait at the barrier; a
-      // JOIN does, and tells a dead switch from a slow peer.
-      if (now - last_heard_ >= probe_every) {
-        Status q = Queue(Op::kJoin, 0, 0, flags::kRetransmit, {});
-        if (q.ok()) q = Flush();
-        if (!q.ok()) return q;
-        ++stats_.probes;
-      }
+      // JOIN does, and tells a dead switch from a slow peer. At most one
+      // probe per probe_every, sent as soon as the switch was quiet that long.
+      Status q = Queue(Op::kJoin, 0, 0, flags::kRetransmit, {});
+      if (q.ok()) q = Flush();
+      if (!q.ok()) return q;
+      ++stats_.probes;
       next_probe = now + probe_every;
+    } else if (now >= next_probe) {
+      next_probe = last_heard_ + probe_every;
     }
   }
 }

@@ -63,6 +63,12 @@ class UdpClient final : public Client {
   bool SilentTooLong() const { return SteadyClock::now() - last_heard_ > options_.deadline; }
   Status Refused(const std::string& what, const proto::PacketView& error) const;
   Status SaturationError() const;
+  // DeadlineExceeded: the barrier did not move for `deadline` while waiting after CLOCK(c).
+  Status NoProgressError(uint32_t c, const JobInfo& ack) const;
+  // One pass of PullFixed; sets *evicted (and stops) if the switch says the rank was evicted.
+  Status PullOnce(std::span<int32_t> model, bool* evicted);
+  // JOINs again after an eviction and waits for a pending release.
+  Status Rejoin();
   void NoteFlags(uint16_t flags);
 
   ClientOptions options_;
@@ -80,6 +86,7 @@ class UdpClient final : public Client {
   uint32_t done_ = proto::kNoClock;
   bool finished_ = false;
   bool saturated_ = false;
+  bool rejoined_ = false;  // rejoined since the last ClockResult
   SteadyClock::time_point last_heard_;
 
   // Per-row state for pulls and the update of the current clock (for NACKs).
