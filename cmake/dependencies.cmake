@@ -11,6 +11,12 @@ find_package(tomlplusplus REQUIRED)
 find_package(nlohmann_json REQUIRED)
 find_package(ZLIB REQUIRED)
 
+# Control plane: gRPC runtime API, Lua 5.4 policies, HTTP metrics.
+find_package(Protobuf REQUIRED)
+find_package(gRPC CONFIG REQUIRED)
+pkg_check_modules(LUA REQUIRED IMPORTED_TARGET lua5.4)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+
 if(SERENE_WITH_TORCH)
   find_package(Torch REQUIRED)
   find_package(Gloo REQUIRED)

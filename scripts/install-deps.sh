@@ -13,6 +13,7 @@ PACKAGES=(
   liburing-dev zlib1g-dev
   liblua5.4-dev
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libcpp-httplib-dev
   libtorch-dev libgloo-dev
   # libtorch's BLAS: Debian links the reference BLAS, 15-20x slower for the
   # MLP; OpenBLAS (OpenMP flavour, so torch's thread setting limits it) takes

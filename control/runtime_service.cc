@@ -1,0 +1,283 @@
+#include "control/runtime_service.h"
+
+#include <chrono>
+#include <random>
+#include <string_view>
+
+#include "control/grpc_status.h"
+#include "control/job_admission.h"
+#include "control/telemetry_convert.h"
+
+namespace serene::control {
+namespace {
+
+constexpr uint32_t kDefaultPeriodMs = 1000;
+constexpr uint32_t kMinPeriodMs = 10;
+constexpr uint32_t kMaxPeriodMs = 60000;
+
+// Compares without an early exit, so the time taken does not tell how much
+// of a guessed token was right.
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  }
+  return diff == 0;
+}
+
+uint64_t UnixMillis() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// A fresh, non-zero job key from the OS's entropy.
+uint32_t DrawKey() {
+  std::random_device rd;
+  uint32_t key = 0;
+  while (key == 0) key = rd();
+  return key;
+}
+
+uint32_t Released(const dataplane::Output& out) { return static_cast<uint32_t>(out.size()); }
+
+}  // namespace
+
+RuntimeService::RuntimeService(dataplane::Pipeline* pipeline, Sender send, NowFn now,
+                               std::string token)
+    : pipeline_(pipeline), send_(std::move(send)), now_(std::move(now)), token_(std::move(token)) {}
+
+void RuntimeService::Shutdown() {
+  {
+    std::lock_guard lock(shutdown_mu_);
+    shutdown_ = true;
+  }
+  shutdown_cv_.notify_all();
+}
+
+RuntimeApiCounters RuntimeService::counters() const {
+  RuntimeApiCounters c;
+  c.calls = calls_.load(std::memory_order_relaxed);
+  c.unauthenticated = unauthenticated_.load(std::memory_order_relaxed);
+  c.invalid_argument = invalid_argument_.load(std::memory_order_relaxed);
+  c.failed = failed_.load(std::memory_order_relaxed);
+  c.policy_changes = policy_changes_.load(std::memory_order_relaxed);
+  c.evictions = evictions_.load(std::memory_order_relaxed);
+  c.streams = streams_.load(std::memory_order_relaxed);
+  return c;
+}
+
+grpc::Status RuntimeService::Admit(const grpc::ServerContext& ctx) {
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  if (token_.empty()) return grpc::Status::OK;
+  const auto& md = ctx.client_metadata();
+  auto it = md.find(kTokenMetadataKey);
+  const std::string_view prefix = kTokenPrefix;
+  if (it != md.end()) {
+    const std::string_view value(it->second.data(), it->second.size());
+    if (value.starts_with(prefix) && ConstantTimeEquals(value.substr(prefix.size()), token_)) {
+      return grpc::Status::OK;
+    }
+  }
+  unauthenticated_.fetch_add(1, std::memory_order_relaxed);
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      it == md.end()
+                          ? "this switch requires a token: send metadata 'authorization: Bearer "
+                            "<token>' (serene-ctl --token-file FILE)"
+                          : "wrong token");
+}
+
+grpc::Status RuntimeService::Fail(const Status& s) {
+  if (s.code() == Status::Code::kInvalidArgument) {
+    invalid_argument_.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    failed_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return ToGrpcStatus(s);
+}
+
+Status RuntimeService::JobId(uint32_t job, uint16_t* out) {
+  if (job < 1 || job > 65535) {
+    return Status::InvalidArgument("job " + std::to_string(job) + ": expected a job id 1..65535");
+  }
+  *out = static_cast<uint16_t>(job);
+  return Status::Ok();
+}
+
+Status RuntimeService::SendOutput(const dataplane::Output& out) {
+  if (out.empty()) return Status::Ok();
+  return send_(out);
+}
+
+Result<v1::JobTelemetry> RuntimeService::Snapshot(uint16_t job) const {
+  auto t = pipeline_->Telemetry(job);
+  if (!t.ok()) return t.status();
+  return TelemetryToProto(*t, now_(), UnixMillis());
+}
+
+grpc::Status RuntimeService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest*,
+                                      v1::ListJobsResponse* resp) {
+  if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
+  for (uint16_t id : pipeline_->JobIds()) {
+    auto t = pipeline_->Telemetry(id);
+    if (!t.ok()) continue;  // deleted meanwhile
+    v1::JobSummary* s = resp->add_jobs();
+    *s->mutable_job() = JobToProto(t->config);
+    *s->mutable_job()->mutable_policy() = RuleToProto(t->active);
+    s->set_live_workers(t->live_workers);
+    s->set_low(ClockValue(t->low));
+    s->set_high(ClockValue(t->high));
+    s->set_epoch(t->active_epoch);
+    s->set_swap_pending(t->swap_pending);
+    s->set_finished(t->finished);
+    s->set_saturated(t->saturated);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::CreateJob(grpc::ServerContext* ctx, const v1::CreateJobRequest* req,
+                                       v1::CreateJobResponse* resp) {
+  if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
+  if (!req->has_job()) return Fail(Status::InvalidArgument("job: missing"));
+  auto config = JobFromProto(req->job());
+  if (!config.ok()) return Fail(config.status());
+  Status s = AdmitJob(*config);
+  if (!s.ok()) return Fail(s);
+  config->key = DrawKey();
+  s = pipeline_->CreateJob(*config);
+  if (!s.ok()) {
+    if (s.code() == Status::Code::kFailedPrecondition) {
+      s = Status::ResourceExhausted(s.message());  // too many jobs
+    }
+    return Fail(s);
+  }
+  *resp->mutable_job() = JobToProto(*config);
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::DeleteJob(grpc::ServerContext* ctx, const v1::DeleteJobRequest* req,
+                                       v1::DeleteJobResponse*) {
+  if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
+  uint16_t job = 0;
+  Status s = JobId(req->job(), &job);
+  if (s.ok()) s = pipeline_->DeleteJob(job);
+  return s.ok() ? grpc::Status::OK : Fail(s);
+}
+
+grpc::Status RuntimeService::GetPolicy(grpc::ServerContext* ctx, const v1::GetPolicyRequest* req,
+                                       v1::PolicyState* resp) {
+  if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
+  uint16_t job = 0;
+  if (Status s = JobId(req->job(), &job); !s.ok()) return Fail(s);
+  auto t = pipeline_->Telemetry(job);
+  if (!t.ok()) return Fail(t.status());
+  *resp = PolicyToProto(*t);
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::SetPolicy(grpc::ServerContext* ctx, const v1::SetPolicyRequest* req,
+                                       v1::SetPolicyResponse* resp) {
+  if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
+  uint16_t job = 0;
+  if (Status s = JobId(req->job(), &job); !s.ok()) return Fail(s);
+  if (!req->has_rule()) return Fail(Status::InvalidArgument("rule: missing"));
+  auto t = pipeline_->Telemetry(job);
+  if (!t.ok()) return Fail(t.status());
+  auto rule = RuleFromProto(req->rule(), t->config.workers, "rule");
+  if (!rule.ok()) return Fail(rule.status());
+  std::optional<uint32_t> at;
+  if (req->has_effective_clock()) at = req->effective_clock();
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  auto change = pipeline_->SetPolicy(job, *rule, at, now_(), &out);
+  if (!change.ok()) return Fail(change.status());
+  policy_changes_.fetch_add(1, std::memory_order_relaxed);
+  resp->set_epoch(change->epoch);
+  resp->set_effective_clock(change->effective_clock);
+  resp->set_released(Released(out));
+  // The rule is installed either way; a RELEASE that did not leave is
+  // recovered by the rank's CLOCK retransmission.
+  (void)SendOutput(out);
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::Evict(grpc::ServerContext* ctx, const v1::EvictRequest* req,
+                                   v1::EvictResponse* resp) {
+  if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
+  uint16_t job = 0;
+  if (Status s = JobId(req->job(), &job); !s.ok()) return Fail(s);
+  if (req->rank() > 65535) {
+    return Fail(Status::InvalidArgument("rank " + std::to_string(req->rank()) +
+                                        ": expected 0..workers-1"));
+  }
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  bool was_live = false;
+  Status s = pipeline_->Evict(job, static_cast<uint16_t>(req->rank()), now_(), &out, &was_live);
+  if (!s.ok()) return Fail(s);
+  if (was_live) evictions_.fetch_add(1, std::memory_order_relaxed);
+  resp->set_was_live(was_live);
+  resp->set_released(Released(out));
+  (void)SendOutput(out);
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::Finish(grpc::ServerContext* ctx, const v1::FinishRequest* req,
+                                    v1::FinishResponse* resp) {
+  if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
+  uint16_t job = 0;
+  if (Status s = JobId(req->job(), &job); !s.ok()) return Fail(s);
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  Status s = pipeline_->Finish(job, now_(), &out);
+  if (!s.ok()) return Fail(s);
+  resp->set_released(Released(out));
+  (void)SendOutput(out);
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::GetTelemetry(grpc::ServerContext* ctx,
+                                          const v1::GetTelemetryRequest* req,
+                                          v1::JobTelemetry* resp) {
+  if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
+  uint16_t job = 0;
+  if (Status s = JobId(req->job(), &job); !s.ok()) return Fail(s);
+  auto t = Snapshot(job);
+  if (!t.ok()) return Fail(t.status());
+  *resp = std::move(*t);
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::StreamTelemetry(grpc::ServerContext* ctx,
+                                             const v1::StreamTelemetryRequest* req,
+                                             grpc::ServerWriter<v1::JobTelemetry>* writer) {
+  if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
+  uint16_t job = 0;
+  if (Status s = JobId(req->job(), &job); !s.ok()) return Fail(s);
+  uint32_t period_ms = req->period_ms() == 0 ? kDefaultPeriodMs : req->period_ms();
+  if (period_ms < kMinPeriodMs || period_ms > kMaxPeriodMs) {
+    return Fail(Status::InvalidArgument("period_ms " + std::to_string(req->period_ms()) +
+                                        ": expected " + std::to_string(kMinPeriodMs) + ".." +
+                                        std::to_string(kMaxPeriodMs) + " (0 = " +
+                                        std::to_string(kDefaultPeriodMs) + ")"));
+  }
+  streams_.fetch_add(1, std::memory_order_relaxed);
+  const auto period = std::chrono::milliseconds(period_ms);
+  auto next = std::chrono::steady_clock::now();
+  while (true) {
+    auto t = Snapshot(job);
+    if (!t.ok()) return ToGrpcStatus(t.status());  // the job was deleted
+    if (!writer->Write(*t)) return grpc::Status::OK;  // the client went away
+    next += period;
+    std::unique_lock lock(shutdown_mu_);
+    // Wake at the next period, or every 100 ms to notice a cancelled call.
+    while (!shutdown_ && !ctx->IsCancelled() && std::chrono::steady_clock::now() < next) {
+      shutdown_cv_.wait_until(
+          lock, std::min(next, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)));
+    }
+    if (shutdown_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the switch is stopping");
+    if (ctx->IsCancelled()) return grpc::Status::CANCELLED;
+    // A slow reader does not make snapshots pile up: skip missed periods.
+    const auto now = std::chrono::steady_clock::now();
+    if (now > next + period) next = now;
+  }
+}
+
+}  // namespace serene::control
