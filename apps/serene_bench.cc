@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<serene::loadgen::ChildProcess> sw;
   if (switch_addr.empty()) {
     std::vector<std::string> args = {
-        "--bind", "127.0.0.1", "--port", "0",
+        "--bind", "127.0.0.1", "--port", "0", "--control", "off",
         "--job", fmt::format("id={},workers={},elements={},row={},key={},policy={}", job, workers,
                              elements, row, key, policy)};
     if (!fault.empty()) args.insert(args.end(), {"--fault", fault});

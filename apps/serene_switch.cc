@@ -1,6 +1,7 @@
 // serene-switch: the Serene switch daemon. Parses flags, builds the pipeline
-// with its static jobs, runs the UDP ports until SIGINT/SIGTERM, then prints
-// the counters. Everything else lives in switch/ (see docs/switch.md).
+// with its static jobs, runs the UDP ports, the silence evictor and the
+// runtime API until SIGINT/SIGTERM, then prints the counters. Everything else
+// lives in switch/ and control/ (see docs/switch.md, docs/control.md).
 #include <pthread.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -11,9 +12,15 @@
 #include <string>
 
 #include "apps/cli_parse.h"
+#include "control/job_admission.h"
+#include "control/runtime_client.h"
+#include "control/runtime_server.h"
 #include "dataplane/pipeline.h"
 #include "net/address.h"
 #include "switch/counters_report.h"
+#include "switch/metrics_exposition.h"
+#include "switch/metrics_http.h"
+#include "switch/silence_evictor.h"
 #include "switch/switch_config.h"
 #include "switch/switch_flags.h"
 #include "switch/switch_server.h"
@@ -45,9 +52,27 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(config->log_level));
   for (const std::string& w : config->Warnings()) spdlog::warn("{}", w);
 
+  std::string token;
+  if (!config->token_file.empty()) {
+    auto t = serene::control::ReadTokenFile(config->token_file);
+    if (!t.ok()) {
+      spdlog::critical("--token-file: {}", t.status().message());
+      return 2;
+    }
+    token = *t;
+  }
+  if (config->control != "off") {
+    serene::Status s = serene::control::CheckControlAddress(config->control, !token.empty());
+    if (!s.ok()) {
+      spdlog::critical("--control: {}", s.message());
+      return 2;
+    }
+  }
+
   serene::dataplane::Pipeline pipeline;
   for (const auto& job : config->jobs) {
-    serene::Status s = pipeline.CreateJob(job);
+    serene::Status s = serene::control::AdmitJob(job);
+    if (s.ok()) s = pipeline.CreateJob(job);
     if (!s.ok()) {
       spdlog::critical("cannot create job {}: {}", job.id, s.message());
       return 1;
@@ -65,6 +90,57 @@ int main(int argc, char** argv) {
   if (config->server.fault.enabled()) {
     spdlog::warn("fault injection on: {}", config->server.fault.ToString());
   }
+  auto send = [&server](const serene::dataplane::Output& out) { return server.Send(out); };
+  serene::switchd::SilenceEvictor evictor(&pipeline, send, serene::switchd::NowNanos);
+  evictor.Start();
+
+  std::unique_ptr<serene::control::RuntimeServer> runtime;
+  if (config->control != "off") {
+    auto r = serene::control::RuntimeServer::Start(
+        &pipeline, send, serene::switchd::NowNanos,
+        serene::control::RuntimeServerOptions{config->control, token});
+    if (r.ok()) {
+      runtime = std::move(*r);
+      spdlog::info("runtime API at {}{}", runtime->address(),
+                   token.empty() ? "" : " (token required)");
+    } else if (config->control_given) {
+      spdlog::critical("{}", r.status().message());
+      return 1;
+    } else {
+      spdlog::warn("runtime API not served: {} (another serene-switch on this host? pass "
+                   "--control HOST:PORT, port 0 = any free one, or --control off)",
+                   r.status().message());
+    }
+  }
+
+  std::unique_ptr<serene::switchd::MetricsHttpServer> metrics;
+  if (!config->metrics.empty()) {
+    const size_t colon = config->metrics.rfind(':');
+    std::string host = config->metrics.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    const auto port = static_cast<uint16_t>(std::stoul(config->metrics.substr(colon + 1)));
+    auto render = [&pipeline, &server, &runtime, &evictor] {
+      serene::switchd::ControlPlaneCounters c;
+      if (runtime) {
+        const serene::control::RuntimeApiCounters api = runtime->counters();
+        c.rpcs = api.calls;
+        c.unauthenticated = api.unauthenticated;
+        c.invalid_argument = api.invalid_argument;
+      }
+      c.silence_evictions = evictor.evictions();
+      return serene::switchd::RenderMetrics(pipeline, server.counters(), c,
+                                            serene::switchd::NowNanos());
+    };
+    auto m = serene::switchd::MetricsHttpServer::Start(host, port, render);
+    if (!m.ok()) {
+      spdlog::critical("--metrics: {}", m.status().message());
+      return 1;
+    }
+    metrics = std::move(*m);
+    spdlog::info("metrics at http://{}:{}/metrics", config->metrics.substr(0, colon),
+                 metrics->port());
+  }
+
   const auto endpoints = server.local_endpoints();
   for (size_t i = 0; i < endpoints.size(); ++i) {
     if (i > 0 && endpoints[i] == endpoints[i - 1]) continue;  // threads sharing an address
@@ -76,6 +152,9 @@ int main(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   spdlog::info("{}: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  if (metrics) metrics->Stop();
+  if (runtime) runtime->Stop();
+  evictor.Stop();
   server.Stop();
   std::fputs(serene::switchd::FormatCountersReport(pipeline, server.counters()).c_str(), stdout);
   std::fflush(stdout);

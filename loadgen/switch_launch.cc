@@ -10,13 +10,26 @@ std::string OwnBinaryDir() {
   return ec ? std::string(".") : self.parent_path().string();
 }
 
-std::optional<std::string> WaitForListening(ChildProcess& sw, std::chrono::milliseconds guard) {
-  static const std::string kPrefix = "listening on ";
+namespace {
+
+// The word after `prefix` in the first line of the output holding it.
+std::optional<std::string> WaitForWordAfter(ChildProcess& sw, const std::string& prefix,
+                                            std::chrono::milliseconds guard) {
   if (!sw.started()) return std::nullopt;
-  auto line = sw.WaitForOutput(kPrefix, guard);
+  auto line = sw.WaitForOutput(prefix, guard);
   if (!line) return std::nullopt;
-  const size_t start = kPrefix.size();
+  const size_t start = prefix.size();
   return line->substr(start, line->find_first_of(" \n", start) - start);
+}
+
+}  // namespace
+
+std::optional<std::string> WaitForListening(ChildProcess& sw, std::chrono::milliseconds guard) {
+  return WaitForWordAfter(sw, "listening on ", guard);
+}
+
+std::optional<std::string> WaitForControl(ChildProcess& sw, std::chrono::milliseconds guard) {
+  return WaitForWordAfter(sw, "runtime API at ", guard);
 }
 
 }  // namespace serene::loadgen

@@ -20,4 +20,9 @@ std::string OwnBinaryDir();
 std::optional<std::string> WaitForListening(ChildProcess& sw,
                                             std::chrono::milliseconds guard = std::chrono::seconds(10));
 
+// Waits until `sw` logs "runtime API at ADDR" (its gRPC control address,
+// e.g. after --control 127.0.0.1:0) and returns ADDR; nullopt if it did not.
+std::optional<std::string> WaitForControl(ChildProcess& sw,
+                                          std::chrono::milliseconds guard = std::chrono::seconds(10));
+
 }  // namespace serene::loadgen

@@ -17,8 +17,10 @@ namespace serene::switchd {
 namespace {
 
 constexpr std::string_view kTopKeys =
-    "bind, port, threads, batch, recv_buffer, send_buffer, log_level, fault, job";
-constexpr std::string_view kJobKeys = "id, workers, elements, row, scale, key, policy";
+    "bind, port, threads, batch, recv_buffer, send_buffer, log_level, fault, control, "
+    "token_file, metrics, job";
+constexpr std::string_view kJobKeys =
+    "id, workers, elements, row, scale, key, evict_after, policy";
 // UDP payload that fits a 1500-byte Ethernet frame over IPv4 (20 + 8 bytes of headers).
 constexpr size_t kEthernetUdpPayload = 1472;
 
@@ -43,6 +45,20 @@ Status SetUint(const std::string& setting, std::string_view text, uint64_t lo, u
   }
   *out = v;
   return Status::Ok();
+}
+
+// "HOST:PORT" with a numeric host (or localhost) and a port number.
+bool IsHostPort(std::string_view text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  uint64_t port = 0;
+  if (!ParseU64(text.substr(colon + 1), &port) || port > 65535) return false;
+  std::string_view host = text.substr(0, colon);
+  if (host == "localhost") return true;
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return net::ParseHost(host, 0).ok();
 }
 
 // The settings shared by the command line and the file, applied from text.
@@ -72,6 +88,22 @@ Status ApplySetting(std::string_view key, const std::string& setting, std::strin
       return Bad(setting, text, "one of trace, debug, info, warn, error, critical, off");
     }
     c->log_level = std::string(text);
+  } else if (key == "control" || key == "metrics") {
+    const bool off = text == "off" || (key == "metrics" && text.empty());
+    if (!off && !IsHostPort(text)) {
+      return Bad(setting, text,
+                 "HOST:PORT with a numeric host or localhost, e.g. 127.0.0.1:" +
+                     std::string(key == "control" ? "7001" : "9100") + " or [::1]:0, or off");
+    }
+    if (key == "control") {
+      c->control = std::string(text);
+      c->control_given = true;
+    } else {
+      c->metrics = off ? "" : std::string(text);
+    }
+  } else if (key == "token_file") {
+    if (text.empty()) return Bad(setting, text, "a file holding the runtime API's token");
+    c->token_file = std::string(text);
   } else if (key == "fault") {
     auto f = net::FaultSpec::Parse(text);
     if (!f.ok()) return Status::InvalidArgument(setting + ": " + f.status().message());
@@ -107,7 +139,7 @@ Result<dataplane::JobConfig> ParseTomlJob(const toml::table& t, const std::strin
   for (auto&& [k, node] : t) {
     const std::string key(k.str());
     if (key != "id" && key != "workers" && key != "elements" && key != "row" && key != "scale" &&
-        key != "key" && key != "policy") {
+        key != "key" && key != "evict_after" && key != "policy") {
       return Status::InvalidArgument(where + ": unknown key '" + key + "' (expected " +
                                      std::string(kJobKeys) + ")");
     }
@@ -246,7 +278,8 @@ Result<SwitchConfig> ParseTomlConfig(std::string_view text, std::string_view sou
         if (!s.ok()) return Status::InvalidArgument(src + ": " + s.message());
       }
     } else if (key == "port" || key == "threads" || key == "batch" || key == "recv_buffer" ||
-               key == "send_buffer" || key == "log_level" || key == "fault") {
+               key == "send_buffer" || key == "log_level" || key == "fault" ||
+               key == "control" || key == "token_file" || key == "metrics") {
       auto value = ScalarText(node);
       if (!value) {
         return Status::InvalidArgument(setting + " is " + TomlTypeName(node) +
@@ -290,7 +323,10 @@ Result<SwitchConfig> BuildConfig(const SwitchFlags& flags) {
       {"recv_buffer", &flags.recv_buffer},
       {"send_buffer", &flags.send_buffer},
       {"log_level", &flags.log_level},
-      {"fault", &flags.fault}};
+      {"fault", &flags.fault},
+      {"control", &flags.control},
+      {"token_file", &flags.token_file},
+      {"metrics", &flags.metrics}};
   for (const auto& [key, value] : settings) {
     if (!value->has_value()) continue;
     std::string flag = "--" + std::string(key);

@@ -26,9 +26,19 @@ namespace serene::switchd {
 inline constexpr uint32_t kMaxThreads = 64;
 inline constexpr int kMaxSocketBuffer = 1 << 30;  // 1 GiB
 
+// The runtime API's default address (docs/control.md).
+inline constexpr const char* kDefaultControl = "127.0.0.1:7001";
+
 struct SwitchConfig {
   ServerOptions server;                    // bind, port, threads, batch, buffers, fault
   std::string log_level = "info";          // trace, debug, info, warn, error, critical, off
+  // Runtime API (gRPC) address HOST:PORT, or "off". A non-loopback address
+  // needs a token. When left at the default and that port is taken (another
+  // switch on this host), the daemon warns and runs without the API.
+  std::string control = kDefaultControl;
+  bool control_given = false;              // set explicitly (flag or file): failing to serve is fatal
+  std::string token_file;                  // the API's token (file content); "" = none
+  std::string metrics;                     // Prometheus HTTP address HOST:PORT; "" = off
   std::vector<dataplane::JobConfig> jobs;  // static jobs, created at start-up
 
   // Adds a job; refuses an id that is already defined.
@@ -52,6 +62,9 @@ struct SwitchFlags {
   std::optional<std::string> send_buffer;
   std::optional<std::string> log_level;
   std::optional<std::string> fault;
+  std::optional<std::string> control;
+  std::optional<std::string> token_file;
+  std::optional<std::string> metrics;
   std::vector<std::string> jobs;  // --job specs
 };
 

@@ -35,9 +35,19 @@ void AddSwitchFlags(CLI::App* app, SwitchFlags* flags) {
            "Fault injection: drop=P,dup=P,reorder=P,delay=D[..D],hold=D,seed=N,dir=rx|tx|both "
            "(default none)",
            "SPEC");
+  Optional(app, "--control", &flags->control,
+           "Runtime API (gRPC) address, or off (default 127.0.0.1:7001; a non-loopback "
+           "address needs --token-file)",
+           "HOST:PORT");
+  Optional(app, "--token-file", &flags->token_file,
+           "File holding the runtime API's token; every call must present it (default none)",
+           "FILE");
+  Optional(app, "--metrics", &flags->metrics,
+           "Serve Prometheus metrics over HTTP at http://HOST:PORT/metrics (default off)",
+           "HOST:PORT");
   app->add_option("--job", flags->jobs,
                   "Static job, repeatable: id=J,workers=N,elements=E[,row=R][,scale=S][,key=K]"
-                  "[,policy=sync|ssp:W|async|quorum:K:L]")
+                  "[,evict_after=D][,policy=sync|ssp:W|async|quorum:K:L]")
       ->type_name("SPEC");
 }
 

@@ -14,7 +14,8 @@ class App;
 namespace serene::switchd {
 
 // Declares --config, --bind, --port, --threads, --batch, --recv-buffer,
-// --send-buffer, --log-level, --fault and --job on `app`, writing into *flags
+// --send-buffer, --log-level, --fault, --control, --token-file, --metrics and
+// --job on `app`, writing into *flags
 // (which must outlive the parse).
 void AddSwitchFlags(CLI::App* app, SwitchFlags* flags);
 

@@ -29,9 +29,16 @@ constexpr uint32_t kKey = 0xC0FFEE;
 const std::string kJobFlag = "id=7,workers=2,elements=10,row=4,key=0xC0FFEE,policy=sync";
 
 // A running daemon and the address it listens on.
+// The runtime API on a free port: tests run in parallel.
+std::vector<std::string> WithControl(std::vector<std::string> args) {
+  args.insert(args.end(), {"--control", "127.0.0.1:0"});
+  return args;
+}
+
 class Daemon {
  public:
-  explicit Daemon(const std::vector<std::string>& args) : child_(SERENE_SWITCH_BINARY, args) {}
+  explicit Daemon(const std::vector<std::string>& args)
+      : child_(SERENE_SWITCH_BINARY, WithControl(args)) {}
 
   // Waits for the "listening on ADDR" line; false if the daemon did not get there.
   bool WaitListening() {

@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <algorithm>
+
 #include "loadgen/child_process.h"
 #include "loadgen/switch_launch.h"
 
@@ -10,9 +12,17 @@ namespace serene::testing {
 SwitchProcess::SwitchProcess(const std::vector<std::string>& args) {
   // "listening on" is an info line.
   std::vector<std::string> argv = {"--bind", "127.0.0.1", "--port", "0", "--log-level", "info"};
+  // The runtime API on a free port, so tests running in parallel never
+  // compete for the default 127.0.0.1:7001.
+  if (std::find(args.begin(), args.end(), "--control") == args.end()) {
+    argv.insert(argv.end(), {"--control", "127.0.0.1:0"});
+  }
   argv.insert(argv.end(), args.begin(), args.end());
   child_ = std::make_unique<loadgen::ChildProcess>(SERENE_SWITCH_BINARY, argv);
   address_ = loadgen::WaitForListening(*child_).value_or("");
+  if (!address_.empty()) {
+    control_address_ = loadgen::WaitForControl(*child_, std::chrono::seconds(1)).value_or("");
+  }
 }
 
 SwitchProcess::~SwitchProcess() { Stop(); }

@@ -14,7 +14,8 @@ namespace serene::testing {
 
 class SwitchProcess {
  public:
-  // Starts `serene-switch --bind 127.0.0.1 --port 0 <args>` and waits until it listens.
+  // Starts `serene-switch --bind 127.0.0.1 --port 0 --control 127.0.0.1:0 <args>`
+  // (no --control of its own if `args` has one) and waits until it listens.
   explicit SwitchProcess(const std::vector<std::string>& args);
   ~SwitchProcess();
   SwitchProcess(const SwitchProcess&) = delete;
@@ -23,6 +24,8 @@ class SwitchProcess {
   bool ok() const { return !address_.empty(); }
   // "127.0.0.1:PORT"
   const std::string& address() const { return address_; }
+  // The runtime API's "127.0.0.1:PORT" ("" if it serves none, e.g. --control off).
+  const std::string& control_address() const { return control_address_; }
   std::string output() const;
   // SIGKILL: the switch vanishes without a word.
   void Kill();
@@ -32,6 +35,7 @@ class SwitchProcess {
  private:
   std::unique_ptr<loadgen::ChildProcess> child_;
   std::string address_;
+  std::string control_address_;
   bool stopped_ = false;
 };
 
