@@ -165,6 +165,7 @@ v1::JobTelemetry TelemetryToProto(const dataplane::JobTelemetry& t, dataplane::T
   v1::JobTelemetry p;
   v1::Job* job = p.mutable_job();
   *job = JobToProto(t.config);
+  job->clear_key();  // telemetry goes to dashboards and policies: no secrets
   *job->mutable_policy() = RuleToProto(t.active);
   p.set_now_ns(now);
   p.set_unix_ms(unix_ms);

@@ -1,0 +1,11 @@
+# Lua policy scripts: the engine (sandbox, rules, telemetry, errors) and the
+# shipped policies in policies/, found through SERENE_SOURCE_DIR. The engine
+# test makes real bytecode with the Lua library to show it is refused.
+serene_add_test(policy_script_test
+  SOURCES policy_script_test.cc
+  LIBS serene_policy GTest::gmock PkgConfig::LUA)
+
+serene_add_test(policies_test
+  SOURCES policies_test.cc
+  LIBS serene_policy GTest::gmock)
+target_compile_definitions(policies_test PRIVATE SERENE_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
