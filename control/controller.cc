@@ -17,6 +17,14 @@ bool SameRule(const v1::Rule& a, const v1::Rule& b) {
   return a.window() == b.window() && a.quorum() == b.quorum() && a.lag() == b.lag();
 }
 
+ControllerEvent Event(ControllerEvent::Kind kind, std::string message, int64_t high) {
+  ControllerEvent e;
+  e.kind = kind;
+  e.message = std::move(message);
+  e.high = high;
+  return e;
+}
+
 }  // namespace
 
 std::string_view EventKindName(ControllerEvent::Kind kind) {
@@ -103,12 +111,12 @@ Status Controller::Run() {
   started_ = std::chrono::steady_clock::now();
   auto first = client_->GetTelemetry(options_.job);
   if (!first.ok()) return first.status();
-  Emit({ControllerEvent::Kind::kInfo,
-        "controlling job " + std::to_string(options_.job) + " with " + script_->name() +
-            (script_->adaptive() ? " (on_telemetry every " +
-                                       std::to_string(options_.period.count()) + " ms)"
-                                 : " (static)"),
-        0, 0, first->high()});
+  Emit(Event(ControllerEvent::Kind::kInfo,
+             "controlling job " + std::to_string(options_.job) + " with " + script_->name() +
+                 (script_->adaptive() ? " (on_telemetry every " +
+                                            std::to_string(options_.period.count()) + " ms)"
+                                      : " (static)"),
+             first->high()));
   // A static rule the switch cannot take yet (a change pending) is retried
   // with each snapshot; one it refuses is not.
   bool static_retry = false;
@@ -129,10 +137,10 @@ Status Controller::Run() {
           if (script_->adaptive()) {
             auto d = script_->OnTelemetry(t);
             for (std::string& line : script_->TakeLog()) {
-              Emit({ControllerEvent::Kind::kScriptLog, std::move(line), 0, 0, t.high()});
+              Emit(Event(ControllerEvent::Kind::kScriptLog, std::move(line), t.high()));
             }
             if (!d.ok()) {
-              Emit({ControllerEvent::Kind::kScriptError, d.status().message(), 0, 0, t.high()});
+              Emit(Event(ControllerEvent::Kind::kScriptError, d.status().message(), t.high()));
             } else if (*d) {
               Apply(**d, t);
             }
@@ -143,10 +151,10 @@ Status Controller::Run() {
           return !stop_.load();
         });
   }
-  Emit({ControllerEvent::Kind::kInfo,
-        "job " + std::to_string(options_.job) +
-            (finished ? " finished" : stop_.load() ? ": stopped" : ": " + ended.message()),
-        0, 0, -1});
+  Emit(Event(ControllerEvent::Kind::kInfo,
+             "job " + std::to_string(options_.job) +
+                 (finished ? " finished" : stop_.load() ? ": stopped" : ": " + ended.message()),
+             -1));
   if (finished || stop_.load()) return Status::Ok();
   return ended;
 }
