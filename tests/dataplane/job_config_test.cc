@@ -20,6 +20,19 @@ TEST(JobConfig, ParsesFullSpec) {
   EXPECT_EQ(c->RowLength(155), 79510u - 155 * 512);
 }
 
+TEST(JobConfig, EvictAfterIsADurationAndZeroTurnsItOff) {
+  auto c = JobConfig::ParseSpec("id=1,workers=2,elements=10,evict_after=1.5s");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->evict_after_ms, 1500u);
+  EXPECT_NE(c->ToString().find("evict_after=1500ms"), std::string::npos) << c->ToString();
+  auto off = JobConfig::ParseSpec("id=1,workers=2,elements=10,evict_after=0");
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->evict_after_ms, 0u);
+  auto back = JobConfig::ParseSpec(c->ToString().substr(0, c->ToString().find(",policy")));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->evict_after_ms, 1500u);
+}
+
 TEST(JobConfig, GeneralPolicyFormTakesTheRestOfTheSpec) {
   auto c = JobConfig::ParseSpec("id=1,workers=4,elements=10,policy=window=2,quorum=3,lag=5");
   ASSERT_TRUE(c.ok()) << c.status().message();
@@ -34,6 +47,7 @@ TEST(JobConfig, Defaults) {
   EXPECT_EQ(c->scale_log2, 24u);
   EXPECT_EQ(c->key, 0u);
   EXPECT_EQ(c->policy, BarrierParams::Sync());
+  EXPECT_EQ(c->evict_after_ms, 10000u);
   auto s = JobConfig::ParseSpec("id=1,workers=2,elements=10,scale=16777216,key=12345");
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->scale_log2, 24u);
@@ -57,6 +71,9 @@ TEST(JobConfig, RefusesBadSpecsWithAMessageNamingTheProblem) {
            {"id=1,workers=2,elements=10,policy=fast", "unknown strategy"},
            {"id=1,workers=2,elements=10,color=red", "unknown field 'color'"},
            {"id=1,workers=2,elements", "not key=value"},
+           {"id=1,workers=2,elements=10,evict_after=5", "evict_after must be a duration"},
+           {"id=1,workers=2,elements=10,evict_after=1500us", "whole milliseconds"},
+           {"id=1,workers=2,elements=10,evict_after=2h", "evict_after must be"},
        }) {
     auto c = JobConfig::ParseSpec(k.spec);
     ASSERT_FALSE(c.ok()) << k.spec;

@@ -69,7 +69,10 @@ TEST(SwitchConfigTest, AppliesEveryFlag) {
        "--send-buffer", "512KiB",
        "--log-level",   "debug",
        "--fault",       "drop=0.1,seed=9,dir=both",
-       "--job",         "id=1,workers=4,elements=79510,policy=ssp:10,key=0xBEEF",
+       "--control",     "[::1]:7101",
+       "--token-file",  "/etc/serene/token",
+       "--metrics",     "127.0.0.1:9470",
+       "--job",         "id=1,workers=4,elements=79510,policy=ssp:10,key=0xBEEF,evict_after=2500ms",
        "--job",         "id=2,workers=2,elements=10,row=4,scale=2^20,key=7,policy=quorum:1:3"});
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->server.bind, (std::vector<std::string>{"127.0.0.1", "::1"}));
@@ -87,6 +90,12 @@ TEST(SwitchConfigTest, AppliesEveryFlag) {
   EXPECT_EQ(c->jobs[0].elements, 79510u);
   EXPECT_EQ(c->jobs[0].key, 0xBEEFu);
   EXPECT_EQ(c->jobs[0].policy, dataplane::BarrierParams::Ssp(10));
+  EXPECT_EQ(c->jobs[0].evict_after_ms, 2500u);
+  EXPECT_EQ(c->jobs[1].evict_after_ms, dataplane::kDefaultEvictAfterMs);
+  EXPECT_EQ(c->control, "[::1]:7101");
+  EXPECT_TRUE(c->control_given);
+  EXPECT_EQ(c->token_file, "/etc/serene/token");
+  EXPECT_EQ(c->metrics, "127.0.0.1:9470");
   EXPECT_EQ(c->jobs[1].row_width, 4u);
   EXPECT_EQ(c->jobs[1].scale_log2, 20u);
   EXPECT_EQ(c->jobs[1].policy, dataplane::BarrierParams::Quorum(1, 3));
@@ -113,6 +122,13 @@ TEST(SwitchConfigTest, RefusesBadFlagValuesNamingThem) {
       {{"--job", "id=1,workers=300,elements=1"}, "workers must be 1..256"},
       {{"--job", "id=1,workers=2,elements=4,policy=fast"}, "bad policy 'fast'"},
       {{"--job", "id=1,workers=2,elements=4,key=xyz"}, "key must be"},
+      {{"--control", "7001"}, "--control '7001': expected HOST:PORT"},
+      {{"--control", "my-host:7001"}, "--control 'my-host:7001'"},
+      {{"--control", "127.0.0.1:70000"}, "--control '127.0.0.1:70000'"},
+      {{"--metrics", "0.0.0.0"}, "--metrics '0.0.0.0': expected HOST:PORT"},
+      {{"--token-file", ""}, "--token-file '': expected a file"},
+      {{"--job", "id=1,workers=2,elements=4,evict_after=10"}, "evict_after must be a duration"},
+      {{"--job", "id=1,workers=2,elements=4,evict_after=2h"}, "evict_after must be"},
       {{"--job", "id=3,workers=1,elements=1", "--job", "id=3,workers=2,elements=2"},
        "job id 3 is defined twice"},
   };
@@ -256,6 +272,10 @@ TEST(SwitchConfigTest, TheExampleFileIsValid) {
   ASSERT_EQ(c->jobs.size(), 2u);
   EXPECT_EQ(c->jobs[0].elements, 79510u);
   EXPECT_EQ(c->jobs[0].policy, dataplane::BarrierParams::Ssp(10));
+  EXPECT_EQ(c->jobs[0].evict_after_ms, 10000u);
+  EXPECT_EQ(c->control, "127.0.0.1:7001");
+  EXPECT_TRUE(c->token_file.empty());
+  EXPECT_TRUE(c->metrics.empty());
   EXPECT_TRUE(c->Warnings().empty());
 }
 
