@@ -107,6 +107,30 @@ BENCHMARK(BM_SyncRoundWithTelemetry)
     ->ArgsProduct({{4, 256}, {0, 100'000, 1'000}})
     ->UseRealTime();
 
+// What one snapshot costs: Pipeline::Telemetry (the part under the job's
+// lock, which is all a packet can wait for) and the conversion and
+// serialization a stream adds (outside the lock).
+void BM_TelemetrySnapshot(benchmark::State& state) {
+  const uint32_t workers = static_cast<uint32_t>(state.range(0));
+  const bool serialize = state.range(1) != 0;
+  Harness h;
+  h.CreateJob(TestJob(workers, BarrierParams::Sync(), 1024, 256));
+  h.JoinAll(workers);
+  std::string wire;
+  for (auto _ : state) {
+    auto t = h.pipeline().Telemetry(1);
+    if (serialize) {
+      control::TelemetryToProto(*t, 0, 0).SerializeToString(&wire);
+      benchmark::DoNotOptimize(wire.data());
+    } else {
+      benchmark::DoNotOptimize(t->workers.data());
+    }
+  }
+}
+BENCHMARK(BM_TelemetrySnapshot)
+    ->ArgNames({"workers", "serialize"})
+    ->ArgsProduct({{4, 256}, {0, 1}});
+
 }  // namespace
 }  // namespace serene::testing
 
