@@ -144,7 +144,7 @@ void PerJob(Writer& w, const std::vector<JobTelemetry>& jobs, std::string_view n
   w.Family(name, type, help);
   for (const JobTelemetry& t : jobs) {
     const Decimal job(t.config.id);
-    w.Sample({{"job", job.view()}}, value(t));
+    w.Sample({{"job_id", job.view()}}, value(t));
   }
 }
 
@@ -157,7 +157,7 @@ void PerRank(Writer& w, const std::vector<JobTelemetry>& jobs, std::string_view 
     const Decimal job(t.config.id);
     for (const WorkerTelemetry& r : t.workers) {
       const Decimal rank(r.rank);
-      w.Sample({{"job", job.view()}, {"rank", rank.view()}}, value(t, r));
+      w.Sample({{"job_id", job.view()}, {"rank", rank.view()}}, value(t, r));
     }
   }
 }
@@ -289,7 +289,7 @@ void Jobs(Writer& w, const std::vector<JobTelemetry>& jobs) {
     const Decimal job(t.config.id);
     const std::string active = t.active.ToString();
     const Decimal active_epoch(t.active_epoch);
-    w.Sample({{"job", job.view()},
+    w.Sample({{"job_id", job.view()},
               {"bank", "active"},
               {"policy", active},
               {"epoch", active_epoch.view()}},
@@ -298,7 +298,7 @@ void Jobs(Writer& w, const std::vector<JobTelemetry>& jobs) {
       const std::string next = t.next.ToString();
       const Decimal next_epoch(t.next_epoch);
       w.Sample(
-          {{"job", job.view()}, {"bank", "next"}, {"policy", next}, {"epoch", next_epoch.view()}},
+          {{"job_id", job.view()}, {"bank", "next"}, {"policy", next}, {"epoch", next_epoch.view()}},
           1);
     }
   }
@@ -332,7 +332,7 @@ void Jobs(Writer& w, const std::vector<JobTelemetry>& jobs) {
     for (uint8_t op = proto::kMinOp; op <= proto::kMaxOp; ++op) {
       const auto o = static_cast<proto::Op>(op);
       if (!proto::IsRequest(o)) continue;
-      w.Sample({{"job", job.view()}, {"op", proto::OpName(o)}}, t.counters.rx_by_op[op]);
+      w.Sample({{"job_id", job.view()}, {"op", proto::OpName(o)}}, t.counters.rx_by_op[op]);
     }
   }
   w.Family("serene_job_drops_total", kCounter,
@@ -342,7 +342,7 @@ void Jobs(Writer& w, const std::vector<JobTelemetry>& jobs) {
     for (size_t r = 0; r < dataplane::kNumDropReasons; ++r) {
       const auto reason = static_cast<DropReason>(r);
       if (!CountedPerJob(reason)) continue;
-      w.Sample({{"job", job.view()}, {"reason", dataplane::DropReasonName(reason)}},
+      w.Sample({{"job_id", job.view()}, {"reason", dataplane::DropReasonName(reason)}},
                t.counters.drops[r]);
     }
   }

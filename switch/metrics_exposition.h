@@ -5,7 +5,7 @@
 // FormatMetrics is a pure function of a snapshot (MetricsSnapshot): the
 // telemetry of every job, the data plane's global counters, the ports'
 // counters, the control plane's counters and the time of the snapshot. Per
-// job and per rank series carry the labels job="J" and rank="R"; per-reason
+// job and per rank series carry the labels job_id="J" and rank="R"; per-reason
 // series reason="..." (dataplane::DropReasonName), op="..." (proto::OpName)
 // and kind="..." (proto::ParseErrorName). Job keys are never written: the
 // formatter reads the job's id and geometry from its config, nothing else.

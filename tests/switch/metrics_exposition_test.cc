@@ -227,76 +227,76 @@ TEST_F(MetricsExpositionTest, EveryLineIsValidExposition) {
 TEST_F(MetricsExpositionTest, JobGauges) {
   auto m = Render();
   EXPECT_EQ(At(m, "serene_jobs"), "1");
-  EXPECT_EQ(At(m, R"(serene_job_workers{job="1"})"), "2");
-  EXPECT_EQ(At(m, R"(serene_job_elements{job="1"})"), "10");
-  EXPECT_EQ(At(m, R"(serene_job_rows{job="1"})"), "1");
-  EXPECT_EQ(At(m, R"(serene_job_live_ranks{job="1"})"), "2");
-  EXPECT_EQ(At(m, R"(serene_job_low_clock{job="1"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_job_high_clock{job="1"})"), "1");
-  EXPECT_EQ(At(m, R"(serene_job_max_released_clock{job="1"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_job_policy_info{job="1",bank="active",policy="sync",epoch="0"})"), "1");
-  EXPECT_EQ(At(m, R"(serene_job_policy_window{job="1"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_job_policy_quorum{job="1"})"), "+Inf");
-  EXPECT_EQ(At(m, R"(serene_job_policy_lag{job="1"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_job_policy_epoch{job="1"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_job_swap_pending{job="1"})"), "0");
-  EXPECT_EQ(m.count(R"(serene_job_swap_clock{job="1"})"), 0u) << "only while a swap is pending";
-  EXPECT_EQ(At(m, R"(serene_job_saturated{job="1"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_job_finished{job="1"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_job_workers{job_id="1"})"), "2");
+  EXPECT_EQ(At(m, R"(serene_job_elements{job_id="1"})"), "10");
+  EXPECT_EQ(At(m, R"(serene_job_rows{job_id="1"})"), "1");
+  EXPECT_EQ(At(m, R"(serene_job_live_ranks{job_id="1"})"), "2");
+  EXPECT_EQ(At(m, R"(serene_job_low_clock{job_id="1"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_job_high_clock{job_id="1"})"), "1");
+  EXPECT_EQ(At(m, R"(serene_job_max_released_clock{job_id="1"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_job_policy_info{job_id="1",bank="active",policy="sync",epoch="0"})"), "1");
+  EXPECT_EQ(At(m, R"(serene_job_policy_window{job_id="1"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_job_policy_quorum{job_id="1"})"), "+Inf");
+  EXPECT_EQ(At(m, R"(serene_job_policy_lag{job_id="1"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_job_policy_epoch{job_id="1"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_job_swap_pending{job_id="1"})"), "0");
+  EXPECT_EQ(m.count(R"(serene_job_swap_clock{job_id="1"})"), 0u) << "only while a swap is pending";
+  EXPECT_EQ(At(m, R"(serene_job_saturated{job_id="1"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_job_finished{job_id="1"})"), "0");
 }
 
 TEST_F(MetricsExpositionTest, JobCounters) {
   auto m = Render();
-  EXPECT_EQ(At(m, R"(serene_job_requests_total{job="1",op="JOIN"})"), "2");
-  EXPECT_EQ(At(m, R"(serene_job_requests_total{job="1",op="INC"})"), "3");
-  EXPECT_EQ(At(m, R"(serene_job_requests_total{job="1",op="CLOCK"})"), "3");
-  EXPECT_EQ(At(m, R"(serene_job_requests_total{job="1",op="READ"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_job_requests_total{job="1",op="LEAVE"})"), "0");
-  EXPECT_EQ(m.count(R"(serene_job_requests_total{job="1",op="RELEASE"})"), 0u)
+  EXPECT_EQ(At(m, R"(serene_job_requests_total{job_id="1",op="JOIN"})"), "2");
+  EXPECT_EQ(At(m, R"(serene_job_requests_total{job_id="1",op="INC"})"), "3");
+  EXPECT_EQ(At(m, R"(serene_job_requests_total{job_id="1",op="CLOCK"})"), "3");
+  EXPECT_EQ(At(m, R"(serene_job_requests_total{job_id="1",op="READ"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_job_requests_total{job_id="1",op="LEAVE"})"), "0");
+  EXPECT_EQ(m.count(R"(serene_job_requests_total{job_id="1",op="RELEASE"})"), 0u)
       << "reply ops are never counted per job";
-  EXPECT_EQ(At(m, R"(serene_job_drops_total{job="1",reason="bad_key"})"), "1");
-  EXPECT_EQ(At(m, R"(serene_job_drops_total{job="1",reason="inc_duplicate"})"), "1");
-  EXPECT_EQ(At(m, R"(serene_job_drops_total{job="1",reason="clock_early"})"), "0");
-  EXPECT_EQ(m.count(R"(serene_job_drops_total{job="1",reason="unknown_job"})"), 0u);
-  EXPECT_EQ(m.count(R"(serene_job_drops_total{job="1",reason="none"})"), 0u);
-  EXPECT_EQ(At(m, R"(serene_job_releases_total{job="1"})"), "2");
-  EXPECT_EQ(At(m, R"(serene_job_nacks_total{job="1"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_job_errors_total{job="1"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_job_swaps_total{job="1"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_job_saturations_total{job="1"})"), "0");
-  At(m, R"(serene_job_folds_total{job="1"})");
+  EXPECT_EQ(At(m, R"(serene_job_drops_total{job_id="1",reason="bad_key"})"), "1");
+  EXPECT_EQ(At(m, R"(serene_job_drops_total{job_id="1",reason="inc_duplicate"})"), "1");
+  EXPECT_EQ(At(m, R"(serene_job_drops_total{job_id="1",reason="clock_early"})"), "0");
+  EXPECT_EQ(m.count(R"(serene_job_drops_total{job_id="1",reason="unknown_job"})"), 0u);
+  EXPECT_EQ(m.count(R"(serene_job_drops_total{job_id="1",reason="none"})"), 0u);
+  EXPECT_EQ(At(m, R"(serene_job_releases_total{job_id="1"})"), "2");
+  EXPECT_EQ(At(m, R"(serene_job_nacks_total{job_id="1"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_job_errors_total{job_id="1"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_job_swaps_total{job_id="1"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_job_saturations_total{job_id="1"})"), "0");
+  At(m, R"(serene_job_folds_total{job_id="1"})");
 }
 
 TEST_F(MetricsExpositionTest, RankState) {
   auto m = Render();
-  EXPECT_EQ(At(m, R"(serene_rank_joined{job="1",rank="0"})"), "1");
-  EXPECT_EQ(At(m, R"(serene_rank_live{job="1",rank="1"})"), "1");
-  EXPECT_EQ(At(m, R"(serene_rank_done_clock{job="1",rank="0"})"), "1");
-  EXPECT_EQ(At(m, R"(serene_rank_done_clock{job="1",rank="1"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_rank_lag_clocks{job="1",rank="0"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_rank_lag_clocks{job="1",rank="1"})"), "1");
-  EXPECT_EQ(At(m, R"(serene_rank_waiting{job="1",rank="0"})"), "1");
-  EXPECT_EQ(At(m, R"(serene_rank_waiting{job="1",rank="1"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_rank_joined{job_id="1",rank="0"})"), "1");
+  EXPECT_EQ(At(m, R"(serene_rank_live{job_id="1",rank="1"})"), "1");
+  EXPECT_EQ(At(m, R"(serene_rank_done_clock{job_id="1",rank="0"})"), "1");
+  EXPECT_EQ(At(m, R"(serene_rank_done_clock{job_id="1",rank="1"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_rank_lag_clocks{job_id="1",rank="0"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_rank_lag_clocks{job_id="1",rank="1"})"), "1");
+  EXPECT_EQ(At(m, R"(serene_rank_waiting{job_id="1",rank="0"})"), "1");
+  EXPECT_EQ(At(m, R"(serene_rank_waiting{job_id="1",rank="1"})"), "0");
   // Rank 0 has waited since its CLOCK(1), half a second before the scrape.
   EXPECT_EQ(h_.now - wait_since_, kSecond / 2);
-  EXPECT_EQ(At(m, R"(serene_rank_waiting_seconds{job="1",rank="0"})"), "0.5");
-  EXPECT_EQ(At(m, R"(serene_rank_waiting_seconds{job="1",rank="1"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_rank_waiting_seconds{job_id="1",rank="0"})"), "0.5");
+  EXPECT_EQ(At(m, R"(serene_rank_waiting_seconds{job_id="1",rank="1"})"), "0");
   // The clock-0 waits took no time (the manual clock stood still), so the
   // total is the current wait.
-  EXPECT_EQ(At(m, R"(serene_rank_wait_seconds_total{job="1",rank="0"})"), "0.5");
-  EXPECT_DOUBLE_EQ(Number(m, R"(serene_rank_last_seen_seconds{job="1",rank="0"})"), 0.5);
-  EXPECT_DOUBLE_EQ(Number(m, R"(serene_rank_last_seen_seconds{job="1",rank="1"})"), 1.5);
+  EXPECT_EQ(At(m, R"(serene_rank_wait_seconds_total{job_id="1",rank="0"})"), "0.5");
+  EXPECT_DOUBLE_EQ(Number(m, R"(serene_rank_last_seen_seconds{job_id="1",rank="0"})"), 0.5);
+  EXPECT_DOUBLE_EQ(Number(m, R"(serene_rank_last_seen_seconds{job_id="1",rank="1"})"), 1.5);
   // Rank 0 completed clocks 0 and 1, one second apart.
-  EXPECT_GT(Number(m, R"(serene_rank_iteration_seconds{job="1",rank="0"})"), 0.0);
-  EXPECT_EQ(At(m, R"(serene_rank_incs_applied_total{job="1",rank="0"})"), "2");
-  EXPECT_EQ(At(m, R"(serene_rank_incs_duplicate_total{job="1",rank="0"})"), "1");
-  EXPECT_EQ(At(m, R"(serene_rank_clocks_total{job="1",rank="0"})"), "2");
-  EXPECT_EQ(At(m, R"(serene_rank_clock_retransmits_total{job="1",rank="0"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_rank_releases_total{job="1",rank="1"})"), "1");
-  EXPECT_EQ(At(m, R"(serene_rank_nacks_total{job="1",rank="0"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_rank_errors_total{job="1",rank="0"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_rank_evictions_total{job="1",rank="0"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_rank_joins_total{job="1",rank="1"})"), "1");
+  EXPECT_GT(Number(m, R"(serene_rank_iteration_seconds{job_id="1",rank="0"})"), 0.0);
+  EXPECT_EQ(At(m, R"(serene_rank_incs_applied_total{job_id="1",rank="0"})"), "2");
+  EXPECT_EQ(At(m, R"(serene_rank_incs_duplicate_total{job_id="1",rank="0"})"), "1");
+  EXPECT_EQ(At(m, R"(serene_rank_clocks_total{job_id="1",rank="0"})"), "2");
+  EXPECT_EQ(At(m, R"(serene_rank_clock_retransmits_total{job_id="1",rank="0"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_rank_releases_total{job_id="1",rank="1"})"), "1");
+  EXPECT_EQ(At(m, R"(serene_rank_nacks_total{job_id="1",rank="0"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_rank_errors_total{job_id="1",rank="0"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_rank_evictions_total{job_id="1",rank="0"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_rank_joins_total{job_id="1",rank="1"})"), "1");
 }
 
 TEST_F(MetricsExpositionTest, RanksNeverSeenHaveNoClockAndNoLastSeen) {
@@ -306,22 +306,22 @@ TEST_F(MetricsExpositionTest, RanksNeverSeenHaveNoClockAndNoLastSeen) {
   h_.Send(PacketBuilder(Op::kJoin, 2, 0, 0x5e7e7e01), 0);
   auto m = Render();
   EXPECT_EQ(At(m, "serene_jobs"), "2");
-  EXPECT_EQ(At(m, R"(serene_job_low_clock{job="2"})"), "-1");
-  EXPECT_EQ(At(m, R"(serene_job_high_clock{job="2"})"), "-1");
-  EXPECT_EQ(At(m, R"(serene_job_policy_window{job="2"})"), "+Inf");
-  EXPECT_EQ(At(m, R"(serene_job_policy_lag{job="2"})"), "+Inf");
-  EXPECT_EQ(At(m, R"(serene_job_policy_info{job="2",bank="active",policy="async",epoch="0"})"),
+  EXPECT_EQ(At(m, R"(serene_job_low_clock{job_id="2"})"), "-1");
+  EXPECT_EQ(At(m, R"(serene_job_high_clock{job_id="2"})"), "-1");
+  EXPECT_EQ(At(m, R"(serene_job_policy_window{job_id="2"})"), "+Inf");
+  EXPECT_EQ(At(m, R"(serene_job_policy_lag{job_id="2"})"), "+Inf");
+  EXPECT_EQ(At(m, R"(serene_job_policy_info{job_id="2",bank="active",policy="async",epoch="0"})"),
             "1");
-  EXPECT_EQ(At(m, R"(serene_rank_done_clock{job="2",rank="2"})"), "-1");
-  EXPECT_EQ(At(m, R"(serene_rank_lag_clocks{job="2",rank="2"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_rank_joined{job="2",rank="2"})"), "0");
-  At(m, R"(serene_rank_last_seen_seconds{job="2",rank="0"})");
-  EXPECT_EQ(m.count(R"(serene_rank_last_seen_seconds{job="2",rank="1"})"), 0u);
-  EXPECT_EQ(m.count(R"(serene_rank_iteration_seconds{job="2",rank="1"})"), 0u);
-  EXPECT_EQ(m.count(R"(serene_rank_work_seconds{job="2",rank="1"})"), 0u);
+  EXPECT_EQ(At(m, R"(serene_rank_done_clock{job_id="2",rank="2"})"), "-1");
+  EXPECT_EQ(At(m, R"(serene_rank_lag_clocks{job_id="2",rank="2"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_rank_joined{job_id="2",rank="2"})"), "0");
+  At(m, R"(serene_rank_last_seen_seconds{job_id="2",rank="0"})");
+  EXPECT_EQ(m.count(R"(serene_rank_last_seen_seconds{job_id="2",rank="1"})"), 0u);
+  EXPECT_EQ(m.count(R"(serene_rank_iteration_seconds{job_id="2",rank="1"})"), 0u);
+  EXPECT_EQ(m.count(R"(serene_rank_work_seconds{job_id="2",rank="1"})"), 0u);
   // Both jobs' samples of one family are together (Parse checks contiguity).
-  EXPECT_LT(text_.find(R"(serene_job_workers{job="1"})"),
-            text_.find(R"(serene_job_workers{job="2"})"));
+  EXPECT_LT(text_.find(R"(serene_job_workers{job_id="1"})"),
+            text_.find(R"(serene_job_workers{job_id="2"})"));
 }
 
 TEST_F(MetricsExpositionTest, NeverExposesAJobKey) {
@@ -391,10 +391,10 @@ TEST_F(MetricsExpositionTest, PendingSwapShowsBothBanks) {
   auto change = h_.pipeline().SetPolicy(1, BarrierParams::Ssp(4), 5, h_.now, &out);
   ASSERT_TRUE(change.ok()) << change.status().message();
   auto m = Render();
-  EXPECT_EQ(At(m, R"(serene_job_swap_pending{job="1"})"), "1");
-  EXPECT_EQ(At(m, R"(serene_job_swap_clock{job="1"})"), "5");
-  EXPECT_EQ(At(m, R"(serene_job_policy_info{job="1",bank="active",policy="sync",epoch="0"})"), "1");
-  const std::string next = R"(serene_job_policy_info{job="1",bank="next",policy="ssp:4",epoch=")" +
+  EXPECT_EQ(At(m, R"(serene_job_swap_pending{job_id="1"})"), "1");
+  EXPECT_EQ(At(m, R"(serene_job_swap_clock{job_id="1"})"), "5");
+  EXPECT_EQ(At(m, R"(serene_job_policy_info{job_id="1",bank="active",policy="sync",epoch="0"})"), "1");
+  const std::string next = R"(serene_job_policy_info{job_id="1",bank="next",policy="ssp:4",epoch=")" +
                            std::to_string(change->epoch) + "\"}";
   EXPECT_EQ(At(m, next), "1");
 }
@@ -430,21 +430,21 @@ TEST(FormatMetrics, WaitTotalsIncludeTheCurrentWaitAndSaturateAtZero) {
 
   const std::string text = FormatMetrics(s);
   auto m = Parse(text);
-  EXPECT_EQ(At(m, R"(serene_rank_waiting_seconds{job="65535",rank="0"})"), "0.25");
-  EXPECT_EQ(At(m, R"(serene_rank_wait_seconds_total{job="65535",rank="0"})"), "2.25");
-  EXPECT_EQ(At(m, R"(serene_rank_waiting_seconds{job="65535",rank="1"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_rank_last_seen_seconds{job="65535",rank="1"})"), "0");
-  EXPECT_EQ(At(m, R"(serene_rank_iteration_seconds{job="65535",rank="0"})"), "0.0015");
-  EXPECT_EQ(At(m, R"(serene_rank_work_seconds{job="65535",rank="0"})"), "0.00025");
-  EXPECT_EQ(At(m, R"(serene_job_high_clock{job="65535"})"), "4000000000");
-  EXPECT_EQ(At(m, R"(serene_job_low_clock{job="65535"})"), "-1");
-  EXPECT_EQ(At(m, R"(serene_rank_lag_clocks{job="65535",rank="1"})"), "10");
-  EXPECT_EQ(At(m, R"(serene_job_policy_window{job="65535"})"), "3");
-  EXPECT_EQ(At(m, R"(serene_job_policy_quorum{job="65535"})"), "2");
-  EXPECT_EQ(At(m, R"(serene_job_policy_lag{job="65535"})"), "+Inf");
+  EXPECT_EQ(At(m, R"(serene_rank_waiting_seconds{job_id="65535",rank="0"})"), "0.25");
+  EXPECT_EQ(At(m, R"(serene_rank_wait_seconds_total{job_id="65535",rank="0"})"), "2.25");
+  EXPECT_EQ(At(m, R"(serene_rank_waiting_seconds{job_id="65535",rank="1"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_rank_last_seen_seconds{job_id="65535",rank="1"})"), "0");
+  EXPECT_EQ(At(m, R"(serene_rank_iteration_seconds{job_id="65535",rank="0"})"), "0.0015");
+  EXPECT_EQ(At(m, R"(serene_rank_work_seconds{job_id="65535",rank="0"})"), "0.00025");
+  EXPECT_EQ(At(m, R"(serene_job_high_clock{job_id="65535"})"), "4000000000");
+  EXPECT_EQ(At(m, R"(serene_job_low_clock{job_id="65535"})"), "-1");
+  EXPECT_EQ(At(m, R"(serene_rank_lag_clocks{job_id="65535",rank="1"})"), "10");
+  EXPECT_EQ(At(m, R"(serene_job_policy_window{job_id="65535"})"), "3");
+  EXPECT_EQ(At(m, R"(serene_job_policy_quorum{job_id="65535"})"), "2");
+  EXPECT_EQ(At(m, R"(serene_job_policy_lag{job_id="65535"})"), "+Inf");
   EXPECT_EQ(
       At(m,
-         R"(serene_job_policy_info{job="65535",bank="active",policy="window=3,quorum=2,lag=inf",epoch="0"})"),
+         R"(serene_job_policy_info{job_id="65535",bank="active",policy="window=3,quorum=2,lag=inf",epoch="0"})"),
       "1");
   EXPECT_EQ(text.find("3735928559"), std::string::npos);  // 0xDEADBEEF
   EXPECT_EQ(text.find("deadbeef"), std::string::npos);
