@@ -40,9 +40,10 @@ std::string DefaultOutDir(const ex::Scenario& s) {
 int main(int argc, char** argv) {
   CLI::App app{
       "serene-experiment: runs every run of a scenario (default: the demo, 4 MLP ranks with\n"
-      "slow_worker stragglers under SYNC, SSP(10) and the Gloo baseline) as real processes on\n"
-      "this host and reports job completion time, waiting time, iterations and accuracy side\n"
-      "by side (results.json/csv/md and accuracy.png in --out)."};
+      "slow_worker stragglers under SYNC, SSP(10), the adaptive policy script and the Gloo\n"
+      "baseline) as real processes on this host and reports job completion time, waiting\n"
+      "time, iterations, accuracy and policy changes side by side (results.json/csv/md and\n"
+      "accuracy.png in --out)."};
   std::string config, out, bin_dir, runs;
   bool quick = false, print_scenario = false;
   // Flags that override one scenario key each: {flag, key, help}.
@@ -61,13 +62,15 @@ int main(int argc, char** argv) {
       {"--row", "row", "Values per switch row (4096 suits loopback's 64 KiB MTU)"},
       {"--threads", "threads", "libtorch threads per rank"},
       {"--timeout", "timeout", "Seconds per run before its ranks are killed"},
+      {"--control-period", "control_period_ms",
+       "Telemetry period of a policy script's controller, ms"},
       {"--name", "name", "Experiment name"}};
   std::vector<std::string> values(overrides.size());
   std::vector<CLI::Option*> options;
   app.add_option("--config,-c", config, "Scenario TOML file (default: the embedded demo)");
   app.add_option("--runs", runs,
                  "Runs, comma-separated: gloo, serene:sync, serene:ssp:W, serene:async, "
-                 "serene:quorum:K:L");
+                 "serene:quorum:K:L, or a policy script (policies/adaptive.lua)");
   for (size_t i = 0; i < overrides.size(); ++i) {
     const std::string now = ex::ScenarioValueText(ex::DefaultScenario(), overrides[i][1]);
     options.push_back(

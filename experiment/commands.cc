@@ -7,8 +7,10 @@
 namespace serene::experiment {
 
 std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job, uint32_t key) {
+  // A policy script's run starts under SYNC; its controller sets the rest.
+  const std::string policy = IsPolicyScript(run.policy) ? "sync" : run.policy;
   return fmt::format("id={},workers={},elements={},row={},key={:#x},policy={}", job, s.workers,
-                     train::ParameterCount(s.model), s.row, key, run.policy);
+                     train::ParameterCount(s.model), s.row, key, policy);
 }
 
 std::vector<std::string> SwitchArgs(const Scenario& s, const RunSpec& run, uint16_t job,

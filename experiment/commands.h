@@ -28,12 +28,14 @@ struct RunContext {
 };
 
 // The job spec of serene-switch's --job flag:
-// "id=J,workers=N,elements=<ParameterCount(model)>,row=R,key=0x...,policy=P".
+// "id=J,workers=N,elements=<ParameterCount(model)>,row=R,key=0x...,policy=P",
+// with P = sync for a policy script's run (its controller sets the rule).
 // REQUIRES: run.backend == kSerene.
 std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job, uint32_t key);
 
 // serene-switch's arguments: loopback, an ephemeral port (it logs "listening
-// on ADDR"), log level info, the job.
+// on ADDR"), the runtime API on an ephemeral loopback port (it logs "runtime
+// API at ADDR"; a policy script's controller uses it), log level info, the job.
 std::vector<std::string> SwitchArgs(const Scenario& s, const RunSpec& run, uint16_t job,
                                     uint32_t key);
 

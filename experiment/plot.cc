@@ -33,6 +33,32 @@ std::string Quote(const std::string& s) {
   return out + "'";
 }
 
+// A dynamic run's policy changes drawn in its line's colour (linetype
+// `lt`): a dotted vertical line at each change, labelled with the rule, and a
+// key entry that says what the dotted lines are. A change installed before
+// training started is drawn at 0.
+struct ChangeMarks {
+  std::string settings;  // set arrow / set label commands
+  std::string key;       // a keyentry plot element, or ""
+};
+ChangeMarks PolicyChangeMarks(const RunSummary& r, int lt) {
+  ChangeMarks marks;
+  for (const PolicyChange& c : r.policy_changes) {
+    if (!std::isfinite(c.seconds)) continue;
+    const double x = std::max(0.0, c.seconds);
+    marks.settings += fmt::format(
+        "set arrow from {0}, graph 0 to {0}, graph 1 nohead linetype {1} linewidth 1.5 dashtype 3\n"
+        "set label {2} at {0}, graph 0.03 rotate by 90 left offset character 1.2, 0 "
+        "textcolor lt {1} font ',9'\n",
+        x, lt, Quote(c.rule + " from clock " + std::to_string(c.effective_clock)));
+  }
+  if (!marks.settings.empty()) {
+    marks.key = fmt::format("keyentry with lines linetype {} linewidth 1.5 dashtype 3 title {}", lt,
+                            Quote(r.spec.label + ": policy changes"));
+  }
+  return marks;
+}
+
 }  // namespace
 
 std::optional<std::string> FindOnPath(const std::string& name) {
@@ -53,13 +79,19 @@ std::optional<std::string> FindOnPath(const std::string& name) {
 
 std::string GnuplotScript(const Scenario& scenario, const std::vector<RunSummary>& summaries,
                           const std::string& png) {
-  std::string plots;
+  std::string plots, marks, keys;
+  int lt = 0;  // each curve's linetype, so that its marks share its colour
   for (size_t i = 0; i < summaries.size(); ++i) {
     if (!HasAccuracy(summaries[i])) continue;
-    plots += fmt::format("{}{} using 1:2 with linespoints pointsize 0.5 title {}",
-                         plots.empty() ? "" : ", \\\n     ", Quote(DataFile(i, summaries[i])),
+    ++lt;
+    plots += fmt::format("{}{} using 1:2 with linespoints linetype {} pointsize 0.5 title {}",
+                         plots.empty() ? "" : ", \\\n     ", Quote(DataFile(i, summaries[i])), lt,
                          Quote(summaries[i].spec.label));
+    const ChangeMarks m = PolicyChangeMarks(summaries[i], lt);
+    marks += m.settings;
+    if (!m.key.empty()) keys += ", \\\n     " + m.key;
   }
+  plots += keys;
   if (scenario.target_accuracy > 0) {
     plots += fmt::format(", \\\n     {} with lines dashtype 2 linecolor rgb 'gray' title 'target'",
                          scenario.target_accuracy);
@@ -75,6 +107,7 @@ std::string GnuplotScript(const Scenario& scenario, const std::vector<RunSummary
       "set key bottom right\n"
       "set grid\n"
       "{}\n"
+      "{}"
       "plot {}\n",
       Quote(png),
       Quote(fmt::format("{}: {} ranks, {}, straggler {}", scenario.name, scenario.workers,
@@ -84,7 +117,7 @@ std::string GnuplotScript(const Scenario& scenario, const std::vector<RunSummary
           ? fmt::format("set yrange [{}:{}]", std::max(0.0, scenario.target_accuracy - 0.2),
                         std::min(1.0, scenario.target_accuracy + 0.06))
           : std::string("set yrange [*:*]"),
-      plots);
+      marks, plots);
 }
 
 Result<std::string> PlotAccuracy(const std::string& dir, const Scenario& scenario,

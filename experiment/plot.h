@@ -1,8 +1,10 @@
 // The accuracy-vs-time plot of an experiment: one line per successful run,
 // from the evaluating rank's timeline (run clock in seconds, test accuracy),
-// with the target accuracy as a dashed line. Drawn by gnuplot (Debian's
-// gnuplot-nox) into a PNG; the data files and the gnuplot script stay next
-// to it so the figure can be restyled by hand.
+// with the target accuracy as a dashed line and, for a dynamic run (a policy
+// script), a dotted vertical line in the run's colour at each policy change,
+// labelled with the rule and the clock it applies from. Drawn by gnuplot
+// (Debian's gnuplot-nox) into a PNG; the data files and the gnuplot script
+// stay next to it so the figure can be restyled by hand.
 //
 // Optional by design: without gnuplot on PATH the plot is skipped and the
 // caller says so; everything else of the report does not depend on it.

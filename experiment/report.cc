@@ -38,6 +38,24 @@ std::string PolicyText(const RunSummary& r) {
   return r.spec.backend == BackendKind::kGloo ? "allreduce" : r.spec.policy;
 }
 
+// The policy in a table cell: a script by its file name.
+std::string PolicyCell(const RunSummary& r) {
+  if (!IsDynamic(r)) return PolicyText(r);
+  return std::filesystem::path(r.spec.policy).filename().string();
+}
+
+// The lines under the table that list each dynamic run's changes.
+std::vector<std::string> PolicyChangeLines(const std::vector<RunSummary>& runs) {
+  std::vector<std::string> lines;
+  for (const RunSummary& r : runs) {
+    if (IsDynamic(r) && r.status.ok()) lines.push_back(r.spec.label + ": " + PolicyChangesText(r));
+  }
+  return lines;
+}
+
+constexpr char kChangesHeading[] =
+    "Policy changes (when on the run clock, the clock the rule applies from, the rule):";
+
 // The report's rows: a name and one cell per run.
 struct Row {
   std::string name;
@@ -48,6 +66,7 @@ std::vector<Row> TableRows(const std::vector<RunSummary>& runs) {
   const std::string base = runs.empty() ? "" : runs[0].spec.label;
   std::vector<Row> rows = {{"backend", {}},
                            {"policy", {}},
+                           {"policy changes", {}},
                            {"job completion time (s)", {}},
                            {"  % of " + base, {}},
                            {"target reached at (s)", {}},
@@ -64,7 +83,8 @@ std::vector<Row> TableRows(const std::vector<RunSummary>& runs) {
     const bool ok = r.status.ok();
     const std::vector<std::string> cells = {
         std::string(BackendName(r.spec.backend)),
-        PolicyText(r),
+        PolicyCell(r),
+        ok && IsDynamic(r) ? std::to_string(r.policy_changes.size()) : "-",
         ok ? Cell(r.jct_s, 2) : "FAILED",
         Cell(r.jct_pct_of_baseline, 1),
         Cell(r.target_reached_s, 2),
@@ -102,6 +122,23 @@ json RankJson(const train::RunMetrics& m) {
 }
 
 }  // namespace
+
+bool IsDynamic(const RunSummary& r) {
+  return r.spec.backend == BackendKind::kSerene && IsPolicyScript(r.spec.policy);
+}
+
+std::string PolicyChangesText(const RunSummary& r) {
+  if (r.policy_changes.empty()) return "none (sync throughout)";
+  std::string out;
+  for (const PolicyChange& c : r.policy_changes) {
+    const std::string when = !std::isfinite(c.seconds) ? "? s"
+                             : c.seconds < 0           ? "before training,"
+                                                       : fmt::format("{:.1f} s", c.seconds);
+    out +=
+        fmt::format("{}{} clock {} → {}", out.empty() ? "" : "; ", when, c.effective_clock, c.rule);
+  }
+  return out;
+}
 
 Result<RunSummary> Summarize(const RunSpec& spec, std::vector<train::RunMetrics> ranks) {
   if (ranks.empty()) return Status::InvalidArgument(spec.label + ": no rank metrics");
@@ -184,6 +221,10 @@ std::string FormatTable(const std::vector<RunSummary>& summaries) {
     }
     out += "\n";
   }
+  if (const auto lines = PolicyChangeLines(summaries); !lines.empty()) {
+    out += std::string("\n") + kChangesHeading + "\n";
+    for (const std::string& line : lines) out += "  " + line + "\n";
+  }
   for (const RunSummary& r : summaries) {
     if (!r.status.ok()) out += "\n" + r.spec.label + " FAILED: " + r.status.message() + "\n";
   }
@@ -206,7 +247,8 @@ std::string ReportJson(const Scenario& s, const std::vector<RunSummary>& summari
                    {"straggler_ranks", s.straggler_ranks},
                    {"row", s.row},
                    {"threads", s.threads},
-                   {"timeout", s.timeout_s}};
+                   {"timeout", s.timeout_s},
+                   {"control_period_ms", s.control_period_ms}};
   json runs = json::array();
   for (const RunSummary& r : summaries) {
     json ranks = json::array();
@@ -219,9 +261,22 @@ std::string ReportJson(const Scenario& s, const std::vector<RunSummary>& summari
                           {"accuracy", Num(p.accuracy)},
                           {"test_loss", Num(p.test_loss)}});
     }
+    json changes = json::array();
+    for (const PolicyChange& c : r.policy_changes) {
+      changes.push_back({{"seconds", Num(c.seconds)},
+                         {"unix_ms", c.unix_ms},
+                         {"high", c.high},
+                         {"effective_clock", c.effective_clock},
+                         {"rule", c.rule},
+                         {"epoch", c.epoch}});
+    }
+    json params = json::object();
+    for (const auto& [name, value] : r.spec.params) params[name] = value;
     runs.push_back({{"label", r.spec.label},
                     {"backend", std::string(BackendName(r.spec.backend))},
                     {"policy", PolicyText(r)},
+                    {"dynamic", IsDynamic(r)},
+                    {"params", std::move(params)},
                     {"ok", r.status.ok()},
                     {"error", r.status.ok() ? json() : json(r.status.message())},
                     {"dir", r.dir},
@@ -243,7 +298,8 @@ std::string ReportJson(const Scenario& s, const std::vector<RunSummary>& summari
                     {"final_accuracy", Num(r.final_accuracy)},
                     {"stop_reason", r.stop_reason},
                     {"ranks", std::move(ranks)},
-                    {"timeline", std::move(timeline)}});
+                    {"timeline", std::move(timeline)},
+                    {"policy_changes", std::move(changes)}});
   }
   const std::string baseline = summaries.empty() ? "" : summaries[0].spec.label;
   return json(
@@ -257,10 +313,10 @@ std::string ReportCsv(const std::vector<RunSummary>& summaries) {
       "label,backend,policy,ok,job_completion_s,jct_pct_of_baseline,target_reached_s,"
       "wait_total_s,wait_mean_s,wait_pct_of_baseline,barrier_wait_total_s,compute_mean_s,"
       "straggler_sleep_total_s,slowed_iterations,iterations_rank0,iterations_mean,"
-      "final_accuracy,stop_reason,wall_s,error\n";
+      "final_accuracy,stop_reason,policy_changes,wall_s,error\n";
   for (const RunSummary& r : summaries) {
     const bool ok = r.status.ok();
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                        CsvText(r.spec.label), BackendName(r.spec.backend), CsvText(PolicyText(r)),
                        ok ? "true" : "false", CsvCell(r.jct_s), CsvCell(r.jct_pct_of_baseline),
                        CsvCell(r.target_reached_s), CsvCell(r.wait_total_s), CsvCell(r.wait_mean_s),
@@ -268,8 +324,9 @@ std::string ReportCsv(const std::vector<RunSummary>& summaries) {
                        CsvCell(r.compute_mean_s), CsvCell(r.straggler_sleep_total_s),
                        ok ? std::to_string(r.slowed_iterations) : "",
                        ok ? std::to_string(r.iterations_rank0) : "", CsvCell(r.iterations_mean),
-                       CsvCell(r.final_accuracy), r.stop_reason, CsvCell(r.wall_s),
-                       ok ? "" : CsvText(r.status.message()));
+                       CsvCell(r.final_accuracy), r.stop_reason,
+                       ok && IsDynamic(r) ? std::to_string(r.policy_changes.size()) : "",
+                       CsvCell(r.wall_s), ok ? "" : CsvText(r.status.message()));
   }
   return out;
 }
@@ -278,10 +335,15 @@ std::string ReportMarkdown(const Scenario& s, const std::vector<RunSummary>& sum
   std::string out = fmt::format(
       "# serene-experiment: {}\n\n{} ranks, {} ({} parameters), step budget {}, target accuracy "
       "{} (0 = none), evaluation every {} steps on {} test examples, seed {}, lr {}, batch {} per "
-      "rank, straggler `{}` on ranks `{}`, switch row width {}, {} thread(s) per rank.\n\n",
+      "rank, straggler `{}` on ranks `{}`, switch row width {}, {} thread(s) per rank.",
       s.name, s.workers, train::ModelKindName(s.model), train::ParameterCount(s.model), s.steps,
       s.target_accuracy, s.eval_every, s.eval_samples == 0 ? int64_t{10000} : s.eval_samples,
       s.seed, s.learning_rate, s.batch, s.straggler, s.straggler_ranks, s.row, s.threads);
+  if (std::any_of(summaries.begin(), summaries.end(), IsDynamic)) {
+    out += fmt::format(" Policy scripts' controllers read the job's telemetry every {} ms.",
+                       s.control_period_ms);
+  }
+  out += "\n\n";
   out += "| |";
   for (const RunSummary& r : summaries) out += " " + r.spec.label + " |";
   out += "\n|---|";
@@ -293,6 +355,10 @@ std::string ReportMarkdown(const Scenario& s, const std::vector<RunSummary>& sum
     out += "| " + name + " |";
     for (const std::string& cell : row.cells) out += " " + cell + " |";
     out += "\n";
+  }
+  if (const auto lines = PolicyChangeLines(summaries); !lines.empty()) {
+    out += std::string("\n") + kChangesHeading + "\n\n";
+    for (const std::string& line : lines) out += "- " + line + "\n";
   }
   for (const RunSummary& r : summaries) {
     if (!r.status.ok()) {

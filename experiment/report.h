@@ -17,6 +17,8 @@
 //                        rank with evaluates = true; rank 0 in experiments).
 // Ratios are relative to the first run (the baseline, SYNC in the demo):
 // JCT and waiting time as % of the baseline's, like the paper's figures.
+// A dynamic run (a policy script, scenario.h) also lists the rule changes its
+// controller installed (PolicyChange), on the ranks' run clock.
 //
 // Pure functions over values (WriteReport writes files); thread-compatible.
 #pragma once
@@ -30,6 +32,22 @@
 #include "train/metrics.h"
 
 namespace serene::experiment {
+
+// One rule a dynamic run's controller installed on the switch.
+struct PolicyChange {
+  // When the controller installed it, in seconds of the ranks' run clock
+  // (train/metrics.h: 0 = when every rank held the initial model, the time
+  // base of the timeline). Negative: installed before training started.
+  // The ranks' metrics carry no wall clock, so the runner estimates where
+  // their run clock started on its own clock from when each rank process
+  // exited and its job_completion_s (runner.h); NaN if unknown.
+  double seconds = train::kNaN;
+  uint64_t unix_ms = 0;          // wall clock when it was installed
+  int64_t high = -1;             // the job's fastest clock then (-1: unknown)
+  uint32_t effective_clock = 0;  // the switch judges CLOCK(c) by it iff c >= this
+  std::string rule;              // "ssp:4" (dataplane::BarrierParams::ToString)
+  uint32_t epoch = 0;            // the switch's policy epoch it installed
+};
 
 struct RunSummary {
   RunSpec spec;
@@ -58,7 +76,20 @@ struct RunSummary {
 
   std::vector<train::RunMetrics> ranks;        // by rank
   std::vector<train::TimelinePoint> timeline;  // evaluating rank's
+
+  // A dynamic run's rule changes, in order (empty for other runs, and for a
+  // dynamic run that failed: its run directory's policy_changes.json has them).
+  std::vector<PolicyChange> policy_changes;
 };
+
+// True for a run whose rule a policy script's controller sets.
+bool IsDynamic(const RunSummary& r);
+
+// A dynamic run's changes in a line: "2.1 s clock 85 → ssp:6; 9.8 s clock
+// 400 → ssp:3" (run clock, the clock the rule applies from, the rule);
+// "before training" for a change installed before the run clock started;
+// "none (sync throughout)" when there was none.
+std::string PolicyChangesText(const RunSummary& r);
 
 // Reduces a run's per-rank metrics. `ranks` must hold ranks 0..N-1 in order,
 // each with world_size N. Errors: InvalidArgument otherwise.
@@ -72,17 +103,20 @@ RunSummary FailedRun(const RunSpec& spec, Status why);
 void ComputeRatios(std::vector<RunSummary>* summaries);
 
 // The runs side by side (one column each), metrics as rows, aligned for a
-// terminal; failed runs' errors are listed under the table.
+// terminal; each dynamic run's policy changes and failed runs' errors are
+// listed under the table.
 std::string FormatTable(const std::vector<RunSummary>& summaries);
 
-// results.json: {"scenario": {...}, "runs": [{... per-run numbers, "ranks":
-// [...], "timeline": [...]}]}; NaN is null.
+// results.json: {"scenario": {...}, "runs": [{... per-run numbers, "params":
+// {...}, "ranks": [...], "timeline": [...], "policy_changes": [...]}]}; NaN
+// is null.
 std::string ReportJson(const Scenario& scenario, const std::vector<RunSummary>& summaries);
 
 // results.csv: a header and one row per run; NaN is an empty cell.
 std::string ReportCsv(const std::vector<RunSummary>& summaries);
 
-// results.md: the scenario in a sentence and the side-by-side table.
+// results.md: the scenario in a sentence, the side-by-side table and each
+// dynamic run's policy changes.
 std::string ReportMarkdown(const Scenario& scenario, const std::vector<RunSummary>& summaries);
 
 // Writes results.json, results.csv and results.md into `dir`.

@@ -14,6 +14,7 @@
 
 #include "experiment/commands.h"
 #include "experiment/metrics_reader.h"
+#include "experiment/run_controller.h"
 #include "loadgen/child_process.h"
 #include "loadgen/switch_launch.h"
 
@@ -74,6 +75,47 @@ std::string ExitText(const RankExit& e) {
   return fmt::format("exited with code {}", *e.code);
 }
 
+// The progress line serene-train logs at step 0, right after the first
+// timeline point (LastStep reads the same lines).
+constexpr char kFirstStepLine[] = "] step 0 t=";
+
+// Where the ranks' run clock (train/metrics.h) started, on the launcher's
+// clock. The metrics carry no wall clock, so it is estimated from two things
+// the launcher saw, each a little after the fact:
+//   - the last rank's step-0 progress line arrived at `first_step` (nullopt
+//     if it was not seen), which it logs right after its first timeline
+//     point, at run clock timeline[0].time_s (the line is flushed at once;
+//     rank 0, which evaluates first, is not the last rank unless it is the
+//     only one);
+//   - each rank exited some time after its run clock read job_completion_s
+//     (closing the backend, writing its metrics, exiting: ~0.3 s here).
+// Every estimate is late by its delay, so the earliest one is the best: on
+// this host within a few milliseconds, through the step-0 line.
+Clock::time_point RunClockOrigin(const std::vector<RankExit>& exits,
+                                 const std::vector<train::RunMetrics>& metrics,
+                                 std::optional<Clock::time_point> first_step) {
+  auto seconds = [](double s) {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+  };
+  Clock::time_point origin = Clock::time_point::max();
+  for (size_t r = 0; r < exits.size() && r < metrics.size(); ++r) {
+    origin = std::min(origin, exits[r].when - seconds(metrics[r].job_completion_s));
+  }
+  const std::vector<train::TimelinePoint>& last = metrics.back().timeline;
+  if (first_step && !last.empty() && last[0].step == 0) {
+    origin = std::min(origin, *first_step - seconds(last[0].time_s));
+  }
+  return origin;
+}
+
+// "policy ssp:10", "policy script policies/scheduled.lua, sync_clocks=5".
+std::string PolicyDescription(const RunSpec& run) {
+  if (!IsPolicyScript(run.policy)) return "policy " + run.policy;
+  std::string out = "policy script " + run.policy;
+  for (const auto& [name, value] : run.params) out += ", " + name + "=" + value;
+  return out;
+}
+
 }  // namespace
 
 std::string DefaultBinDir() { return loadgen::OwnBinaryDir(); }
@@ -85,10 +127,46 @@ std::string RunDirName(size_t index, const RunSpec& run) {
 RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOptions& options) {
   const RunSpec& run = scenario.runs[index];
   const std::string dir = options.out_dir + "/" + RunDirName(index, run);
+  // Progress comes from this thread and from a dynamic run's controller.
+  std::mutex progress_mu;
   auto progress = [&](const std::string& line) {
+    std::lock_guard lock(progress_mu);
     if (options.progress) options.progress(line);
   };
+
+  // A dynamic run's controller, and what it leaves in the run directory.
+  // (Declared before the controller: its thread reads them until it stops.)
+  std::mutex t0_mu;
+  std::optional<Clock::time_point> ranks_started;  // guarded by t0_mu; for progress lines
+  int script_errors = 0, refusals = 0;  // the controller's thread's until it stopped
+  std::unique_ptr<RunController> controller;
+  std::string script_path;
+  const auto period = std::chrono::milliseconds(scenario.control_period_ms);
+  auto write_control_files = [&](std::optional<Clock::time_point> origin) {
+    const std::vector<TimedEvent> events = controller->events();
+    (void)WriteTextFile(dir + "/controller.log", ControllerLog(events));
+    (void)WriteTextFile(dir + "/policy_changes.json",
+                        PolicyChangesJson(run, script_path, kJob, period, events, origin));
+    return ToPolicyChanges(events, origin);
+  };
+  auto stop_controller = [&] {
+    if (!controller) return;
+    if (Status s = controller->Stop(); !s.ok()) {
+      progress(
+          fmt::format("  warning: the policy controller ended early: {} (see {}/controller.log)",
+                      s.message(), dir));
+    }
+    if (script_errors > 1 || refusals > 1) {
+      progress(fmt::format("  [{}] {} policy script error(s) and {} refused change(s) in all "
+                           "(see {}/controller.log)",
+                           run.label, script_errors, refusals, dir));
+    }
+  };
   auto fail = [&](Status why) {
+    if (controller) {
+      (void)controller->Stop();
+      (void)write_control_files(std::nullopt);
+    }
     RunSummary r = FailedRun(run, std::move(why));
     r.dir = dir;
     return r;
@@ -102,11 +180,17 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
   const std::string train_bin = bin_dir + "/serene-train";
   const std::string switch_bin = bin_dir + "/serene-switch";
   const bool serene = run.backend == BackendKind::kSerene;
+  const bool dynamic = serene && IsPolicyScript(run.policy);
   for (const std::string& bin : {train_bin, serene ? switch_bin : train_bin}) {
     if (access(bin.c_str(), X_OK) != 0) {
       return fail(Status::NotFound(bin + " not found or not executable; build it (cmake --build " +
                                    "build) or point --bin-dir at the directory that holds it"));
     }
+  }
+  if (dynamic) {
+    auto path = ResolvePolicyScript(run.policy);
+    if (!path.ok()) return fail(path.status());
+    script_path = *path;
   }
 
   // 1. The switch.
@@ -114,6 +198,12 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
   ctx.dir = dir;
   ctx.job = kJob;
   std::unique_ptr<ChildProcess> sw;
+  // Ends the switch of a run that cannot go on, keeping its log.
+  auto drop_switch = [&] {
+    sw->Signal(SIGTERM);
+    (void)sw->Wait(kSwitchStopTimeout);
+    (void)WriteTextFile(dir + "/switch.log", sw->output());
+  };
   if (serene) {
     ctx.key = RunKey(index);
     sw = std::make_unique<ChildProcess>(switch_bin, SwitchArgs(scenario, run, kJob, ctx.key));
@@ -128,6 +218,65 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
                          SwitchJobSpec(scenario, run, kJob, ctx.key)));
   }
 
+  // 1b. A dynamic run's controller, before the ranks so that a static rule
+  // the script returns is in force from their first clock.
+  if (dynamic) {
+    auto control = loadgen::WaitForControl(*sw, kSwitchStartTimeout);
+    if (!control) {
+      drop_switch();
+      return fail(Status::Unavailable(
+          "serene-switch did not report its runtime API address (\"runtime API at ADDR\"), so " +
+          script_path + "'s controller cannot start; its output:\n" +
+          Tail(sw->output(), kLogTailLines)));
+    }
+    RunController::Options co;
+    co.control_address = *control;
+    co.script_path = script_path;
+    co.params = run.params;
+    co.job = kJob;
+    co.period = period;
+    co.on_event = [&](const TimedEvent& t) {
+      using Kind = control::ControllerEvent::Kind;
+      const Kind kind = t.event.kind;
+      if (kind != Kind::kApplied && kind != Kind::kRefused && kind != Kind::kScriptError) return;
+      std::string when;
+      {
+        std::lock_guard lock(t0_mu);
+        when = ranks_started && t.at >= *ranks_started
+                   ? fmt::format("{:.1f} s", Seconds(t.at - *ranks_started))
+                   : "before start";
+      }
+      if (kind == Kind::kApplied) {
+        progress(fmt::format("  [{}] {}: clock {}: {} (epoch {})", run.label, when,
+                             t.event.effective_clock, t.event.rule_text, t.event.epoch));
+        return;
+      }
+      // Not fatal: the switch keeps its rule. A script that fails at every
+      // period would flood the progress: the first of each kind is printed,
+      // the rest go to controller.log only.
+      if (++(kind == Kind::kRefused ? refusals : script_errors) > 1) return;
+      progress(fmt::format("  [{}] {}: {}: {} (the switch keeps its rule; any further ones are "
+                           "in controller.log)",
+                           run.label, when,
+                           kind == Kind::kRefused ? "change refused" : "policy script error",
+                           t.event.message));
+    };
+    auto started = RunController::Start(std::move(co));
+    if (!started.ok()) {
+      drop_switch();
+      const std::string& why = started.status().message();
+      return fail(
+          started.status().code() == Status::Code::kUnavailable
+              ? Status::Unavailable("cannot start the controller of " + script_path + ": " + why)
+              : Status::InvalidArgument("policy script " + script_path + ": " + why));
+    }
+    controller = std::move(*started);
+    progress(
+        fmt::format("  controller: {} on job {} through the runtime API at {}, every {} ms; "
+                    "its log in {}/controller.log",
+                    script_path, kJob, *control, scenario.control_period_ms, dir));
+  }
+
   // 2. The ranks.
   const int n = scenario.workers;
   std::vector<std::unique_ptr<ChildProcess>> ranks;
@@ -138,11 +287,27 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
     }
   }
   const Clock::time_point t0 = Clock::now();
+  {
+    std::lock_guard lock(t0_mu);
+    ranks_started = t0;
+  }
   const auto timeout = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(scenario.timeout_s));
   const Clock::time_point deadline = t0 + timeout;
   progress(fmt::format("  {} serene-train ranks started ({}); logs and metrics in {}", n,
                        BackendName(run.backend), dir));
+  // A dynamic run's changes go on the ranks' run clock: note when the last
+  // rank's step-0 line arrives (RunClockOrigin). It ends at the latest when
+  // that rank's output does, i.e. when it exits.
+  std::optional<Clock::time_point> first_step_seen;
+  std::thread first_step_watcher;
+  if (dynamic) {
+    first_step_watcher = std::thread([&, last = ranks.back().get()] {
+      const auto guard =
+          std::chrono::duration_cast<std::chrono::milliseconds>(timeout + std::chrono::seconds(1));
+      if (last->WaitForOutput(kFirstStepLine, guard)) first_step_seen = Clock::now();
+    });
+  }
 
   // 3. Wait: one waiter per rank (ChildProcess::Wait blocks and kills at the
   // deadline); this thread reports progress and reacts to the first failure.
@@ -174,12 +339,14 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
       for (int r = 0; r < n && !stopping; ++r) {
         if (exits[r].exited && exits[r].code.value_or(0) != 0) {
           // Its peers would wait for it (at the switch's barrier or in a Gloo
-          // collective) until their deadlines: end them and the switch now.
+          // collective) until their deadlines: end them and the switch now
+          // (and first the controller, which would see the switch go away).
           progress(fmt::format("  rank {} {}: stopping the other ranks{}", r, ExitText(exits[r]),
                                sw ? " and the switch" : ""));
           for (int o = 0; o < n; ++o) {
             if (!exits[o].exited) ranks[o]->Signal(SIGTERM);
           }
+          if (controller) (void)controller->Stop();
           if (sw) sw->Signal(SIGTERM);
           stopping = true;
         }
@@ -194,9 +361,11 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
     }
   }
   for (std::thread& t : waiters) t.join();
+  if (first_step_watcher.joinable()) first_step_watcher.join();
   const double wall_s = Seconds(Clock::now() - t0);
 
-  // 4. Stop the switch, keep every log.
+  // 4. Stop the controller, then the switch; keep every log.
+  if (!stopping) stop_controller();
   if (sw) {
     if (!stopping) sw->Signal(SIGTERM);
     const auto code = sw->Wait(kSwitchStopTimeout);
@@ -233,15 +402,17 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
         Tail(ranks[killed[0]]->output(), kLogTailLines))));
   }
 
-  // 5. Metrics.
+  // 5. Metrics, and a dynamic run's changes on the ranks' run clock.
   std::vector<train::RunMetrics> metrics;
   for (int r = 0; r < n; ++r) {
     auto m = ReadMetricsFile(MetricsPath(dir, r));
     if (!m.ok()) return fail(m.status());
     metrics.push_back(std::move(*m));
   }
+  const Clock::time_point origin = RunClockOrigin(exits, metrics, first_step_seen);
   auto summary = Summarize(run, std::move(metrics));
   if (!summary.ok()) return fail(summary.status());
+  if (controller) summary->policy_changes = write_control_files(origin);
   summary->dir = dir;
   summary->wall_s = wall_s;
   return *summary;
@@ -256,7 +427,7 @@ std::vector<RunSummary> ExecuteAll(const Scenario& scenario, const RunnerOptions
     const RunSpec& run = scenario.runs[i];
     progress(fmt::format("=== run {}/{}: {} ({}{}) ===", i + 1, scenario.runs.size(), run.label,
                          BackendName(run.backend),
-                         run.backend == BackendKind::kSerene ? ", policy " + run.policy : ""));
+                         run.backend == BackendKind::kSerene ? ", " + PolicyDescription(run) : ""));
     RunSummary r = ExecuteRun(scenario, i, options);
     if (r.status.ok()) {
       progress(fmt::format(

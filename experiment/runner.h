@@ -3,6 +3,10 @@
 // One run, in its own fresh directory out_dir/<n>-<slug(label)>:
 //   1. Serene runs: start serene-switch on 127.0.0.1, port 0, with the job
 //      (commands.h) and read the address from its "listening on" log line.
+//      Dynamic runs (a policy script): read the runtime API's address from
+//      its "runtime API at" line and start the script's controller
+//      (run_controller.h: job 1, the scenario's control_period_ms) before
+//      the ranks; a controller that cannot start fails the run.
 //   2. Start the N serene-train ranks (Gloo runs: with a fresh rendezvous
 //      directory), each writing rankR.json.
 //   3. Wait for every rank, up to the scenario's timeout; ranks still running
@@ -10,12 +14,18 @@
 //      non-zero fails the run with the last lines of its log; the switch is
 //      stopped at once so its peers do not wait on it (they fail within the
 //      client's deadline; Gloo peers when their connection drops).
-//   4. Stop the switch with SIGTERM; its log, with the counters it prints
-//      when it stops, is kept as switch.log. Every rank's output is kept as
-//      rankR.log.
-//   5. Read every rank's metrics JSON and summarize them (report.h).
-// Progress lines (which run, elapsed time, rank 0's last step) go to the
-// options' callback while it runs.
+//   4. Stop the controller, if any (a script error during the run was logged,
+//      not fatal), then the switch with SIGTERM; its log, with the counters
+//      it prints when it stops, is kept as switch.log. Every rank's output is
+//      kept as rankR.log; a dynamic run's controller events as controller.log
+//      and its applied changes as policy_changes.json.
+//   5. Read every rank's metrics JSON and summarize them (report.h), with a
+//      dynamic run's changes placed on the ranks' run clock (estimated from
+//      when the last rank's step-0 line arrived and when each rank exited;
+//      docs/experiments.md "The time base of a change").
+// Progress lines (which run, elapsed time, rank 0's last step, each rule a
+// controller installed) go to the options' callback while it runs, one call
+// at a time (possibly from the controller's thread).
 //
 // The binaries are taken from one directory, by default the running
 // binary's own (build/bin), like serene-bench finds its switch.

@@ -8,14 +8,24 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <sstream>
 
-#include "common/toml_util.h"
 #include "common/parse.h"
+#include "common/toml_util.h"
+#include "control/policy_script.h"
 #include "dataplane/barrier_params.h"
+#include "loadgen/switch_launch.h"
 #include "train/straggler.h"
+
+// The source tree (its policies/ folder), for policy scripts named relative
+// to it; set by experiment/CMakeLists.txt.
+#ifndef SERENE_SOURCE_DIR
+#define SERENE_SOURCE_DIR ""
+#endif
 
 namespace serene::experiment {
 namespace {
@@ -24,6 +34,9 @@ constexpr int kMaxWorkers = 256;  // ranks per switch job
 constexpr int64_t kTrainExamples = 60000;
 constexpr int64_t kTestExamples = 10000;
 constexpr uint32_t kMaxRow = 16368;  // the switch's limit (one datagram)
+constexpr int kMinControlPeriodMs = 10;  // the controller's limits
+constexpr int kMaxControlPeriodMs = 60000;
+constexpr std::string_view kScriptSuffix = ".lua";
 
 Status Bad(const std::string& where, std::string_view value, std::string_view expected) {
   return Status::InvalidArgument(fmt::format("{} '{}': expected {}", where, value, expected));
@@ -70,6 +83,14 @@ Status CheckPolicy(const std::string& where, std::string_view policy) {
   return Bad(where, policy, std::string(kForms) + "; " + reason);
 }
 
+// The policy of a --runs item or a [[run]] table: a named rule the switch's
+// --job flag takes, or the path of a policy script (loaded later, by
+// ValidateScenario).
+Status CheckRunPolicy(const std::string& where, std::string_view policy) {
+  if (IsPolicyScript(policy)) return Status::Ok();
+  return CheckPolicy(where, policy);
+}
+
 Result<BackendKind> ParseBackend(const std::string& where, std::string_view text) {
   if (text == "serene") return BackendKind::kSerene;
   if (text == "gloo") return BackendKind::kGloo;
@@ -96,15 +117,50 @@ std::optional<std::string> ScalarText(const toml::node& node) {
   return std::nullopt;
 }
 
+// Why a run that is not a policy script's cannot take params.
+std::string ParamsMisplaced(const RunSpec& run) {
+  return "params apply to a policy script (a policy ending in .lua) only, not to " +
+         (run.backend == BackendKind::kGloo ? std::string("a gloo run")
+                                            : "policy '" + run.policy + "'");
+}
+
+// A [[run]]'s params table: names to numbers or strings.
+Result<std::map<std::string, std::string>> ParseTomlParams(const toml::node& node,
+                                                           const std::string& where) {
+  auto table = node.as_table();
+  if (table == nullptr) {
+    return Status::InvalidArgument(where + " is " + TomlTypeName(node) +
+                                   ", expected a table like { max_w = 32 }");
+  }
+  std::map<std::string, std::string> params;
+  for (auto&& [k, value] : *table) {
+    auto text = ScalarText(value);
+    if (!text) {
+      return Status::InvalidArgument(where + "." + std::string(k.str()) + " is " +
+                                     TomlTypeName(value) + ", expected a number or a string");
+    }
+    params[std::string(k.str())] = *text;
+  }
+  return params;
+}
+
 Result<RunSpec> ParseTomlRun(const toml::table& t, const std::string& where) {
   RunSpec run;
   std::optional<std::string> label, policy;
+  bool has_params = false;
   for (auto&& [k, node] : t) {
     const std::string key(k.str());
     auto text = node.as_string();
+    if (key == "params") {
+      auto params = ParseTomlParams(node, where + ": params");
+      if (!params.ok()) return params.status();
+      run.params = std::move(*params);
+      has_params = true;
+      continue;
+    }
     if (key != "label" && key != "backend" && key != "policy") {
       return Status::InvalidArgument(where + ": unknown key '" + key +
-                                     "' (expected label, backend, policy)");
+                                     "' (expected label, backend, policy, params)");
     }
     if (text == nullptr) {
       return Status::InvalidArgument(where + ": " + key + " is " + TomlTypeName(node) +
@@ -122,7 +178,10 @@ Result<RunSpec> ParseTomlRun(const toml::table& t, const std::string& where) {
     run.policy = policy.value_or("");
   } else {
     run.policy = policy.value_or("sync");
-    if (auto s = CheckPolicy(where + ": policy", run.policy); !s.ok()) return s;
+    if (auto s = CheckRunPolicy(where + ": policy", run.policy); !s.ok()) return s;
+  }
+  if (has_params && !IsPolicyScript(run.policy)) {
+    return Status::InvalidArgument(where + ": " + ParamsMisplaced(run));
   }
   run.label = label.value_or(DefaultLabel(run.backend, run.policy));
   return run;
@@ -139,6 +198,26 @@ std::string Quoted(std::string_view s) {
   return out + "\"";
 }
 
+// A TOML key: bare when it can be, else quoted.
+std::string TomlKey(const std::string& key) {
+  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
+  return bare ? key : Quoted(key);
+}
+
+// A param's value in TOML: a number when ScalarText reads the number back as
+// the same text (so the scenario round-trips exactly), else a string.
+std::string TomlParamValue(const std::string& v) {
+  int64_t i = 0;
+  double d = 0;
+  if (ParseInt(v, &i) && std::to_string(i) == v) return v;
+  if (ParseReal(v, &d) && fmt::format("{}", d) == v && v.find_first_of(".e") != std::string::npos) {
+    return v;
+  }
+  return Quoted(v);
+}
+
 }  // namespace
 
 std::string_view BackendName(BackendKind backend) {
@@ -149,6 +228,7 @@ Scenario DefaultScenario() {
   Scenario s;
   s.runs = {{"SYNC", BackendKind::kSerene, "sync"},
             {"SSP(10)", BackendKind::kSerene, "ssp:10"},
+            {"ADAPTIVE", BackendKind::kSerene, "policies/adaptive.lua"},
             {"Gloo", BackendKind::kGloo, ""}};
   return s;
 }
@@ -166,7 +246,8 @@ const std::vector<std::string_view>& ScenarioKeys() {
   static const std::vector<std::string_view> keys = {
       "name",       "workers",         "model", "steps",   "target_accuracy",
       "eval_every", "eval_samples",    "seed",  "lr",      "batch",
-      "straggler",  "straggler_ranks", "row",   "threads", "timeout"};
+      "straggler",  "straggler_ranks", "row",   "threads", "timeout",
+      "control_period_ms"};
   return keys;
 }
 
@@ -216,6 +297,8 @@ Status SetScenarioValue(std::string_view key, std::string_view v, const std::str
     double x = 0;
     if (!ParseReal(v, &x) || x <= 0) return Bad(where, v, "a positive number of seconds");
     s->timeout_s = x;
+  } else if (key == "control_period_ms") {
+    return SetInt(where, v, kMinControlPeriodMs, kMaxControlPeriodMs, &s->control_period_ms);
   } else {
     std::string keys;
     for (std::string_view k : ScenarioKeys()) keys += (keys.empty() ? "" : ", ") + std::string(k);
@@ -225,8 +308,39 @@ Status SetScenarioValue(std::string_view key, std::string_view v, const std::str
   return Status::Ok();
 }
 
+bool IsPolicyScript(std::string_view policy) {
+  return policy.size() > kScriptSuffix.size() &&
+         policy.substr(policy.size() - kScriptSuffix.size()) == kScriptSuffix;
+}
+
+Result<std::string> ResolvePolicyScript(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path p(path);
+  std::vector<fs::path> candidates = {p};
+  if (p.is_relative()) {
+    if (!std::string_view(SERENE_SOURCE_DIR).empty()) {
+      candidates.push_back((fs::path(SERENE_SOURCE_DIR) / p).lexically_normal());
+    }
+    candidates.push_back((fs::path(loadgen::OwnBinaryDir()) / ".." / ".." / p).lexically_normal());
+  }
+  std::string tried;
+  for (const fs::path& c : candidates) {
+    std::error_code ec;
+    if (fs::is_regular_file(c, ec)) return c.string();
+    if (tried.find(c.string()) == std::string::npos) {
+      tried += (tried.empty() ? "" : ", ") + c.string();
+    }
+  }
+  return Status::NotFound("policy script '" + path + "' not found (looked for " + tried + ")");
+}
+
 std::string DefaultLabel(BackendKind backend, std::string_view policy) {
   if (backend == BackendKind::kGloo) return "Gloo";
+  if (IsPolicyScript(policy)) {
+    std::string stem = std::filesystem::path(policy).stem().string();
+    for (char& c : stem) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return stem;
+  }
   auto p = dataplane::BarrierParams::Parse(policy);
   if (p.ok() && policy.find_first_of("=,") == std::string_view::npos) {
     const std::string text(policy);
@@ -264,9 +378,10 @@ Result<std::vector<RunSpec>> ParseRunList(std::string_view text) {
       run.policy = std::string(item == "serene"                ? "sync"
                                : item.rfind("serene:", 0) == 0 ? item.substr(7)
                                                                : item);
-      if (auto s = CheckPolicy(where + ": policy", run.policy); !s.ok()) {
-        return Status::InvalidArgument(s.message() +
-                                       " (items: gloo, serene, serene:POLICY or POLICY)");
+      if (auto s = CheckRunPolicy(where + ": policy", run.policy); !s.ok()) {
+        return Status::InvalidArgument(
+            s.message() + " (items: gloo, serene, serene:POLICY, POLICY or a policy script " +
+            "path ending in .lua)");
       }
     }
     run.label = DefaultLabel(run.backend, run.policy);
@@ -338,18 +453,41 @@ Status ValidateScenario(const Scenario& s) {
       }
     }
     if (run.backend == BackendKind::kGloo) {
+      if (!run.params.empty()) return Status::InvalidArgument(where + ": " + ParamsMisplaced(run));
       if (!run.policy.empty() && run.policy != "sync") {
         return Status::InvalidArgument(where + ": gloo is a synchronous allreduce; policy '" +
                                        run.policy + "' does not apply");
       }
       continue;
     }
-    if (auto st = CheckPolicy(where + ": policy", run.policy); !st.ok()) return st;
-    auto p = dataplane::BarrierParams::Parse(run.policy);
-    if (p->quorum != dataplane::BarrierParams::kAllWorkers &&
-        p->quorum > static_cast<uint32_t>(s.workers)) {
+    dataplane::BarrierParams rule;
+    if (IsPolicyScript(run.policy)) {
+      // Load it once now, so that a script error stops the experiment before
+      // any process starts (the runner loads it again for the run).
+      auto path = ResolvePolicyScript(run.policy);
+      if (!path.ok()) return Status::NotFound(where + ": " + path.status().message());
+      auto script = control::PolicyScript::LoadFile(*path, run.params);
+      if (!script.ok()) {
+        const std::string message = script.status().message();
+        // LoadFile names the path itself when it cannot read the file.
+        const std::string why =
+            where + ": " +
+            (message.rfind("policy script ", 0) == 0 ? message
+                                                     : "policy script " + *path + ": " + message);
+        return script.status().code() == Status::Code::kNotFound ? Status::NotFound(why)
+                                                                 : Status::InvalidArgument(why);
+      }
+      if (!(*script)->initial()) continue;
+      rule = (*script)->initial()->rule;  // a static rule: its quorum must fit too
+    } else {
+      if (!run.params.empty()) return Status::InvalidArgument(where + ": " + ParamsMisplaced(run));
+      if (auto st = CheckPolicy(where + ": policy", run.policy); !st.ok()) return st;
+      rule = *dataplane::BarrierParams::Parse(run.policy);
+    }
+    if (rule.quorum != dataplane::BarrierParams::kAllWorkers &&
+        rule.quorum > static_cast<uint32_t>(s.workers)) {
       return Status::InvalidArgument(
-          fmt::format("{}: quorum {} is more than the {} workers", where, p->quorum, s.workers));
+          fmt::format("{}: quorum {} is more than the {} workers", where, rule.quorum, s.workers));
     }
   }
   auto ranks = train::ParseRankList(s.straggler_ranks, s.workers);
@@ -382,6 +520,7 @@ std::string ScenarioValueText(const Scenario& s, std::string_view key) {
   if (key == "row") return std::to_string(s.row);
   if (key == "threads") return std::to_string(s.threads);
   if (key == "timeout") return Real(s.timeout_s);
+  if (key == "control_period_ms") return std::to_string(s.control_period_ms);
   return "";
 }
 
@@ -399,6 +538,13 @@ std::string ScenarioToToml(const Scenario& s) {
     t += "\n[[run]]\nlabel = " + Quoted(run.label) +
          "\nbackend = " + Quoted(BackendName(run.backend)) + "\n";
     if (run.backend == BackendKind::kSerene) t += "policy = " + Quoted(run.policy) + "\n";
+    if (!run.params.empty()) {
+      std::string params;
+      for (const auto& [name, value] : run.params) {
+        params += (params.empty() ? "" : ", ") + TomlKey(name) + " = " + TomlParamValue(value);
+      }
+      t += "params = { " + params + " }\n";
+    }
   }
   return t;
 }

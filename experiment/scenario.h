@@ -4,20 +4,27 @@
 // ranks synchronize: through the Serene switch under a barrier policy (sync,
 // ssp:W, async, quorum:K:L) or with the host-based Gloo allreduce baseline.
 //
+// A Serene run's policy is either one of the switch's named rules, fixed for
+// the whole run, or a Lua policy script (control/policy_script.h,
+// docs/policies.md): a dynamic run, whose rule the runner's controller changes
+// while the ranks train (runner.h).
+//
 // A scenario starts from the embedded default (DefaultScenario: the README's
-// demo, SYNC then SSP(10) then Gloo with slow_worker stragglers on 4 MLP
-// ranks) or from a TOML file, then takes overrides key by key
+// demo, SYNC, SSP(10), ADAPTIVE (policies/adaptive.lua) and Gloo with
+// slow_worker stragglers on 4 MLP ranks) or from a TOML file, then takes overrides key by key
 // (SetScenarioValue, which the binary's flags use). Every value is checked
 // where it is set and ValidateScenario checks what depends on several
 // fields, so a bad scenario is refused with a message naming the setting,
 // the value and what is expected before any process starts. The format is
 // documented in docs/experiments.md; ScenarioToToml writes it back.
 //
-// Pure functions over values (only LoadScenarioFile reads a file);
-// thread-compatible.
+// Pure functions over values, except that LoadScenarioFile reads the TOML
+// file and ResolvePolicyScript / ValidateScenario look for and load policy
+// scripts; thread-compatible.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,8 +43,24 @@ std::string_view BackendName(BackendKind backend);
 struct RunSpec {
   std::string label;  // names the run in tables and directories
   BackendKind backend = BackendKind::kSerene;
-  std::string policy = "sync";  // serene: sync | ssp:W | async | quorum:K:L; gloo: ""
+  // serene: sync | ssp:W | async | quorum:K:L, or the path of a Lua policy
+  // script ("policies/adaptive.lua", see IsPolicyScript); gloo: "".
+  std::string policy = "sync";
+  // A policy script's `params` table (name -> value as written; values that
+  // read as numbers are numbers in Lua). Empty for every other run.
+  std::map<std::string, std::string> params = {};
 };
+
+// True when `policy` names a Lua policy script: it ends in ".lua".
+bool IsPolicyScript(std::string_view policy);
+
+// Where a policy script's path leads: `path` itself if it is absolute or
+// exists relative to the current directory; else the same relative path in
+// the source tree this binary was built from (the compile-time
+// SERENE_SOURCE_DIR, which holds policies/); else in the directory two levels
+// above the running binary (build/bin/../.., the checkout, should the tree
+// have moved since the build). Errors: NotFound naming every place tried.
+Result<std::string> ResolvePolicyScript(const std::string& path);
 
 struct Scenario {
   std::string name = "demo";  // names the experiment (output directory, report titles)
@@ -67,10 +90,15 @@ struct Scenario {
   // the run is reported as timed out.
   double timeout_s = 1200;
 
+  // Telemetry period of a policy script's controller, milliseconds
+  // (10..60000): how often an adaptive script's on_telemetry runs.
+  int control_period_ms = 250;
+
   std::vector<RunSpec> runs;  // in order; the first is the baseline of the ratios
 };
 
-// The embedded default: the demo of README.md (runs SYNC, SSP(10), Gloo).
+// The embedded default: the demo of README.md (runs SYNC, SSP(10), ADAPTIVE
+// = policies/adaptive.lua, Gloo).
 Scenario DefaultScenario();
 
 // Shrinks `s` to a CI-sized job (2 ranks, 30 steps, evaluation on 1000 test
@@ -88,17 +116,21 @@ Status SetScenarioValue(std::string_view key, std::string_view value, const std:
                         Scenario* s);
 
 // Parses a run list: comma-separated items, each "gloo", "serene" (= SYNC),
-// "serene:POLICY" or a bare POLICY (sync, ssp:W, async, quorum:K:L). Labels
-// are derived from the policy (DefaultLabel); a repeated label gets " #2",
-// " #3", ... Errors: InvalidArgument naming the item.
+// "serene:POLICY" or a bare POLICY (sync, ssp:W, async, quorum:K:L, or a
+// policy script's path ending in .lua, without params). Labels are derived
+// from the policy (DefaultLabel); a repeated label gets " #2", " #3", ...
+// Errors: InvalidArgument naming the item. Scripts are loaded only by
+// ValidateScenario.
 Result<std::vector<RunSpec>> ParseRunList(std::string_view text);
 
-// "SYNC", "SSP(10)", "ASYNC", "QUORUM(3,1)" or "Gloo"; other policy forms
-// are used as written.
+// "SYNC", "SSP(10)", "ASYNC", "QUORUM(3,1)" or "Gloo"; a policy script's
+// file stem upper-cased ("policies/adaptive.lua" -> "ADAPTIVE"); other policy
+// forms are used as written.
 std::string DefaultLabel(BackendKind backend, std::string_view policy);
 
 // A scenario from a TOML document on top of DefaultScenario(). Top-level
-// keys are ScenarioKeys(); [[run]] tables (label, backend, policy) replace
+// keys are ScenarioKeys(); [[run]] tables (label, backend, policy, and for a
+// policy script an optional params table of numbers and strings) replace
 // the default runs. Unknown keys and wrong types are errors; `source` names
 // the document in messages.
 Result<Scenario> ParseScenarioToml(std::string_view text, std::string_view source);
@@ -108,6 +140,9 @@ Result<Scenario> LoadScenarioFile(const std::string& path);
 
 // Checks what involves several fields: at least one run; labels non-empty
 // and unique; each serene policy parses and its quorum fits the workers;
+// each policy script resolves (ResolvePolicyScript) and loads with its
+// params (PolicyScript::LoadFile, so a script error is refused here with its
+// file:line message, before any process starts); only scripts take params;
 // gloo runs take no policy; straggler ranks exist; a rank's shard
 // (60000 / workers examples) holds at least one batch.
 Status ValidateScenario(const Scenario& s);

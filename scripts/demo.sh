@@ -2,9 +2,11 @@
 # The main job: installs the Debian packages, builds Serene, and runs the demo
 # experiment (README.md, docs/experiments.md): a serene-switch and 4 MLP
 # training ranks on Fashion-MNIST with slow_worker stragglers, trained to 84 %
-# test accuracy under SYNC, then SSP(10), then with the Gloo allreduce
-# baseline; prints job completion time, waiting time, iterations and final
-# accuracy side by side and writes them under results/.
+# test accuracy under SYNC, then SSP(10), then ADAPTIVE (the policy script
+# policies/adaptive.lua changes the window while the ranks train), then with
+# the Gloo allreduce baseline; prints job completion time, waiting time,
+# iterations, final accuracy and the policy changes side by side and writes
+# them under results/.
 #   bash scripts/demo.sh            # the embedded default scenario
 #   bash scripts/demo.sh --quick    # any serene-experiment flags are passed on
 set -euo pipefail

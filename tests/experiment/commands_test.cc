@@ -30,6 +30,14 @@ TEST(CommandsTest, SwitchJobHoldsTheModel) {
   EXPECT_EQ(After(args, "--port"), "0");
   EXPECT_EQ(After(args, "--log-level"), "info");  // "listening on" is an info line
   EXPECT_EQ(After(args, "--job"), SwitchJobSpec(s, s.runs[0], 7, 1));
+  EXPECT_EQ(After(args, "--control"), "127.0.0.1:0");  // the runtime API, for controllers
+}
+
+TEST(CommandsTest, APolicyScriptRunStartsUnderSync) {
+  const Scenario s = DefaultScenario();
+  ASSERT_EQ(s.runs[2].policy, "policies/adaptive.lua");
+  EXPECT_EQ(SwitchJobSpec(s, s.runs[2], 1, 0x5E7E0003),
+            "id=1,workers=4,elements=79510,row=4096,key=0x5e7e0003,policy=sync");
 }
 
 TEST(CommandsTest, SereneRankFlags) {
@@ -60,12 +68,12 @@ TEST(CommandsTest, SereneRankFlags) {
 
 TEST(CommandsTest, GlooRankFlags) {
   Scenario s = DefaultScenario();
-  RunContext ctx{"/out/3-gloo", "", 1, 0};
-  const auto a = TrainArgs(s, s.runs[2], 0, ctx);
+  RunContext ctx{"/out/4-gloo", "", 1, 0};
+  const auto a = TrainArgs(s, s.runs[3], 0, ctx);
   EXPECT_EQ(After(a, "--backend"), "gloo");
-  EXPECT_EQ(After(a, "--rendezvous"), "/out/3-gloo/rendezvous");
+  EXPECT_EQ(After(a, "--rendezvous"), "/out/4-gloo/rendezvous");
   EXPECT_EQ(After(a, "--switch"), "<absent>");
-  EXPECT_EQ(After(a, "--metrics"), "/out/3-gloo/rank0.json");
+  EXPECT_EQ(After(a, "--metrics"), "/out/4-gloo/rank0.json");
 }
 
 TEST(CommandsTest, KeysDifferPerRun) {

@@ -1,6 +1,7 @@
-// End to end: the serene-experiment binary runs a short scenario with the
-// real serene-switch and serene-train processes (2 MLP ranks, 20 steps, SYNC
-// through the switch and the Gloo baseline) and writes its report.
+// End to end: the serene-experiment binary runs short scenarios with the
+// real serene-switch and serene-train processes (2 MLP ranks: SYNC through
+// the switch and the Gloo baseline; a policy script that changes the rule
+// while the ranks train) and writes its report.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -105,12 +106,104 @@ TEST(ExperimentE2eTest, SereneSyncAndGlooProduceAReport) {
   }
 }
 
+// A dynamic run: policies/scheduled.lua (SYNC for 5 clocks, then SSP(10)),
+// named relative to the source tree, driven by the runner's own controller
+// through the switch's runtime API.
+TEST(ExperimentE2eTest, APolicyScriptChangesTheRuleWhileTheRanksTrain) {
+  ScratchDir dir;
+  const fs::path out = dir.path() / "out";
+  const fs::path scenario = dir.path() / "dynamic.toml";
+  std::ofstream(scenario) << "name = \"dynamic\"\ncontrol_period_ms = 100\n\n"
+                             "[[run]]\npolicy = \"policies/scheduled.lua\"\n"
+                             "params = { sync_clocks = 5 }\n";
+  const auto [code, output] =
+      RunBinary({"-c", scenario.string(), "--quick", "--out", out.string(), "--timeout", "120"},
+                std::chrono::seconds(150));
+  ASSERT_EQ(code, 0) << output;
+  // The progress line of the change and the table's row.
+  EXPECT_NE(output.find("[SCHEDULED]"), std::string::npos) << output;
+  EXPECT_NE(output.find("clock 5: ssp:10 (epoch 1)"), std::string::npos) << output;
+  EXPECT_NE(output.find("policy changes"), std::string::npos) << output;
+  EXPECT_NE(output.find("SCHEDULED: "), std::string::npos) << output;
+
+  const fs::path run_dir = out / "1-scheduled";
+  const auto changes = nlohmann::json::parse(Slurp(run_dir / "policy_changes.json"));
+  EXPECT_EQ(changes["script"], "policies/scheduled.lua");
+  EXPECT_EQ(changes["params"]["sync_clocks"], "5");
+  ASSERT_GE(changes["changes"].size(), 1u) << changes.dump(2);
+  EXPECT_EQ(changes["changes"][0]["rule"], "ssp:10");
+  EXPECT_EQ(changes["changes"][0]["effective_clock"], 5);
+  EXPECT_TRUE(changes["changes"][0]["seconds"].is_number());
+  EXPECT_NE(Slurp(run_dir / "controller.log").find(" applied "), std::string::npos);
+
+  const auto j = nlohmann::json::parse(Slurp(out / "results.json"));
+  ASSERT_EQ(j["runs"].size(), 1u);
+  const auto& run = j["runs"][0];
+  EXPECT_EQ(run["ok"], true) << run["error"];
+  EXPECT_EQ(run["label"], "SCHEDULED");
+  EXPECT_EQ(run["dynamic"], true);
+  EXPECT_EQ(run["iterations_rank0"], 30);
+  ASSERT_GE(run["policy_changes"].size(), 1u);
+  EXPECT_EQ(run["policy_changes"][0]["rule"], "ssp:10");
+  EXPECT_EQ(run["policy_changes"][0]["effective_clock"], 5);
+  // Installed at most a few seconds before training started (the ranks load
+  // their data first), and before the run ended.
+  const double at = run["policy_changes"][0]["seconds"].get<double>();
+  EXPECT_GT(at, -30.0);
+  EXPECT_LT(at, run["job_completion_s"].get<double>());
+  // The switch started the job under SYNC and took the change.
+  EXPECT_NE(Slurp(run_dir / "switch.log").find("policy=sync"), std::string::npos);
+  EXPECT_NE(Slurp(out / "results.md").find("- SCHEDULED: "), std::string::npos);
+  if (FindOnPath("gnuplot")) {
+    EXPECT_NE(Slurp(out / "plot" / "accuracy.gp").find("set label 'ssp:10 from clock 5'"),
+              std::string::npos);
+    EXPECT_NE(output.find("plot: " + (out / "accuracy.png").string()), std::string::npos)
+        << output;  // gnuplot took the marks
+  }
+}
+
+// A switch that never reports its runtime API: the dynamic run fails before
+// any rank starts, saying why; the experiment goes on and exits 1.
+TEST(ExperimentE2eTest, ADynamicRunWithoutARuntimeApiFails) {
+  ScratchDir dir;
+  const fs::path bin = dir.path() / "bin";
+  fs::create_directories(bin);
+  std::ofstream(bin / "serene-switch") << "#!/bin/sh\necho 'listening on 127.0.0.1:9'\n";
+  std::ofstream(bin / "serene-train") << "#!/bin/sh\nexit 3\n";
+  for (const char* name : {"serene-switch", "serene-train"}) {
+    fs::permissions(bin / name, fs::perms::owner_all);
+  }
+  const fs::path out = dir.path() / "out";
+  const auto [code, output] =
+      RunBinary({"--quick", "--runs", "policies/scheduled.lua", "--bin-dir", bin.string(),
+                 "--out", out.string()},
+                std::chrono::seconds(60));
+  EXPECT_EQ(code, 1) << output;
+  EXPECT_NE(output.find("SCHEDULED FAILED: serene-switch did not report its runtime API address"),
+            std::string::npos)
+      << output;
+  EXPECT_EQ(output.find("ranks started"), std::string::npos) << output;
+  const auto j = nlohmann::json::parse(Slurp(out / "results.json"));
+  EXPECT_EQ(j["runs"][0]["ok"], false);
+}
+
 TEST(ExperimentE2eTest, BadFlagsFailBeforeAnythingStarts) {
   ScratchDir dir;
   const auto [code, output] = RunBinary(
       {"--runs", "serene:ssp", "--out", (dir.path() / "out").string()}, std::chrono::seconds(30));
   EXPECT_EQ(code, 2);
   EXPECT_NE(output.find("ssp needs a window"), std::string::npos) << output;
+  EXPECT_FALSE(fs::exists(dir.path() / "out"));
+
+  // A policy script with a syntax error is refused with its file:line.
+  const fs::path bad = dir.path() / "broken.lua";
+  std::ofstream(bad) << "function on_telemetry(t)\n  return ssp(\nend\n";
+  const auto [bad_code, bad_output] =
+      RunBinary({"--runs", "sync," + bad.string(), "--out", (dir.path() / "out").string()},
+                std::chrono::seconds(30));
+  EXPECT_EQ(bad_code, 2);
+  EXPECT_NE(bad_output.find("run #2 'BROKEN': policy script"), std::string::npos) << bad_output;
+  EXPECT_NE(bad_output.find("broken.lua:3:"), std::string::npos) << bad_output;
   EXPECT_FALSE(fs::exists(dir.path() / "out"));
 }
 

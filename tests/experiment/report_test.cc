@@ -185,6 +185,88 @@ TEST(ReportTest, JsonCsvAndMarkdown) {
   EXPECT_NE(md.find("slow_worker"), std::string::npos);
 }
 
+// SYNC, then a dynamic run (policies/adaptive.lua) that changed its rule twice.
+std::vector<RunSummary> WithADynamicRun() {
+  std::vector<RunSummary> runs;
+  runs.push_back(*Summarize({"SYNC", BackendKind::kSerene, "sync"}, FourRanks(1.0)));
+  runs.push_back(
+      *Summarize({"ADAPTIVE", BackendKind::kSerene, "policies/adaptive.lua", {{"max_w", "32"}}},
+                 FourRanks(0.7)));
+  runs[1].policy_changes = {{2.1, 1700000000000, 84, 85, "ssp:6", 1},
+                            {9.8, 1700000007700, 398, 400, "ssp:3", 2}};
+  ComputeRatios(&runs);
+  return runs;
+}
+
+TEST(ReportTest, DynamicRunsListTheirPolicyChanges) {
+  const auto runs = WithADynamicRun();
+  EXPECT_FALSE(IsDynamic(runs[0]));
+  EXPECT_TRUE(IsDynamic(runs[1]));
+  EXPECT_EQ(PolicyChangesText(runs[1]), "2.1 s clock 85 → ssp:6; 9.8 s clock 400 → ssp:3");
+  RunSummary early = runs[1];
+  early.policy_changes[0].seconds = -0.4;  // installed before the ranks' clock started
+  early.policy_changes.pop_back();
+  EXPECT_EQ(PolicyChangesText(early), "before training, clock 85 → ssp:6");
+  early.policy_changes.clear();
+  EXPECT_EQ(PolicyChangesText(early), "none (sync throughout)");
+
+  const std::string table = FormatTable(runs);
+  std::istringstream lines(table);
+  std::string header, line;
+  std::getline(lines, header);
+  bool has_row = false;
+  while (std::getline(lines, line) && !line.empty()) {
+    EXPECT_EQ(line.size(), header.size()) << "misaligned: '" << line << "'";
+    if (line.rfind("policy changes", 0) == 0) {
+      has_row = true;
+      EXPECT_EQ(line.back(), '2') << line;                     // ADAPTIVE's count
+      EXPECT_NE(line.find(" - "), std::string::npos) << line;  // SYNC: not dynamic
+    }
+    if (line.rfind("policy ", 0) == 0 && line.rfind("policy changes", 0) != 0) {
+      EXPECT_NE(line.find("adaptive.lua"), std::string::npos) << line;
+    }
+  }
+  EXPECT_TRUE(has_row) << table;
+  EXPECT_NE(table.find("  ADAPTIVE: 2.1 s clock 85 → ssp:6; 9.8 s clock 400 → ssp:3\n"),
+            std::string::npos)
+      << table;
+
+  const std::string md = ReportMarkdown(DefaultScenario(), runs);
+  EXPECT_NE(md.find("thread(s) per rank. Policy scripts' controllers read the job's telemetry "
+                    "every 250 ms.\n\n| |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| policy changes | - | 2 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| policy | sync | adaptive.lua |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- ADAPTIVE: 2.1 s clock 85 → ssp:6; 9.8 s clock 400 → ssp:3\n"),
+            std::string::npos)
+      << md;
+
+  const auto j = nlohmann::json::parse(ReportJson(DefaultScenario(), runs));
+  EXPECT_EQ(j["scenario"]["control_period_ms"], 250);
+  EXPECT_EQ(j["runs"][0]["dynamic"], false);
+  EXPECT_TRUE(j["runs"][0]["policy_changes"].empty());
+  const auto& dynamic = j["runs"][1];
+  EXPECT_EQ(dynamic["dynamic"], true);
+  EXPECT_EQ(dynamic["policy"], "policies/adaptive.lua");
+  EXPECT_EQ(dynamic["params"]["max_w"], "32");
+  ASSERT_EQ(dynamic["policy_changes"].size(), 2u);
+  EXPECT_DOUBLE_EQ(dynamic["policy_changes"][0]["seconds"].get<double>(), 2.1);
+  EXPECT_EQ(dynamic["policy_changes"][0]["effective_clock"], 85);
+  EXPECT_EQ(dynamic["policy_changes"][0]["high"], 84);
+  EXPECT_EQ(dynamic["policy_changes"][0]["rule"], "ssp:6");
+  EXPECT_EQ(dynamic["policy_changes"][0]["epoch"], 1);
+  EXPECT_EQ(dynamic["policy_changes"][1]["unix_ms"], 1700000007700u);
+
+  std::istringstream csv(ReportCsv(runs));
+  std::string csv_header, row;
+  std::getline(csv, csv_header);
+  EXPECT_NE(csv_header.find(",stop_reason,policy_changes,wall_s,"), std::string::npos);
+  std::getline(csv, row);
+  std::getline(csv, row);
+  EXPECT_NE(row.find(",2,"), std::string::npos) << row;
+}
+
 TEST(MetricsReaderTest, ReadsWhatTheTrainerWrites) {
   RunMetrics m = FourRanks(1.0)[0];
   m.seed = 7;

@@ -3,7 +3,10 @@
 #include "experiment/scenario.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace serene::experiment {
@@ -24,13 +27,20 @@ TEST(ScenarioTest, DefaultIsTheDemo) {
   EXPECT_EQ(s.threads, 1);
   EXPECT_DOUBLE_EQ(s.learning_rate, 0.04);
   EXPECT_EQ(s.batch, 256);
-  ASSERT_EQ(s.runs.size(), 3u);
+  EXPECT_EQ(s.control_period_ms, 250);
+  ASSERT_EQ(s.runs.size(), 4u);
   EXPECT_EQ(s.runs[0].label, "SYNC");
   EXPECT_EQ(s.runs[0].policy, "sync");
   EXPECT_EQ(s.runs[1].label, "SSP(10)");
   EXPECT_EQ(s.runs[1].policy, "ssp:10");
-  EXPECT_EQ(s.runs[2].label, "Gloo");
-  EXPECT_EQ(s.runs[2].backend, BackendKind::kGloo);
+  EXPECT_EQ(s.runs[2].label, "ADAPTIVE");
+  EXPECT_EQ(s.runs[2].backend, BackendKind::kSerene);
+  EXPECT_EQ(s.runs[2].policy, "policies/adaptive.lua");
+  EXPECT_TRUE(s.runs[2].params.empty());
+  EXPECT_EQ(s.runs[3].label, "Gloo");
+  EXPECT_EQ(s.runs[3].backend, BackendKind::kGloo);
+  // Validation loads policies/adaptive.lua: found from the test's working
+  // directory (the build tree) through the source tree.
   EXPECT_TRUE(ValidateScenario(s).ok()) << Message(ValidateScenario(s));
 }
 
@@ -40,7 +50,8 @@ TEST(ScenarioTest, QuickShrinksTheJobAndKeepsTheRuns) {
   EXPECT_EQ(s.workers, 2);
   EXPECT_LE(s.steps, 50);
   EXPECT_EQ(s.target_accuracy, 0);
-  EXPECT_EQ(s.runs.size(), 3u);
+  EXPECT_EQ(s.runs.size(), 4u);
+  EXPECT_EQ(s.runs[2].policy, "policies/adaptive.lua");
   EXPECT_TRUE(ValidateScenario(s).ok());
 }
 
@@ -88,6 +99,8 @@ TEST(ScenarioTest, SetValueRefusesBadValuesNamingThem) {
       {"seed", "-1", "64-bit unsigned"},
       {"name", "!!", "letters or digits"},
       {"wrokers", "4", "unknown setting 'wrokers'"},
+      {"control_period_ms", "5", "--x '5': expected an integer 10..60000"},
+      {"control_period_ms", "60001", "10..60000"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.key) + "=" + c.value);
@@ -209,7 +222,14 @@ TEST(ScenarioTest, ValidateRefusesInconsistentScenarios) {
   EXPECT_NE(with([](Scenario* s) { s->runs.clear(); }).find("no runs"), std::string::npos);
   EXPECT_NE(with([](Scenario* s) { s->runs[1].label = "SYNC"; }).find("already used by run #1"),
             std::string::npos);
-  EXPECT_NE(with([](Scenario* s) { s->runs[2].policy = "ssp:3"; }).find("synchronous allreduce"),
+  EXPECT_NE(with([](Scenario* s) { s->runs[3].policy = "ssp:3"; }).find("synchronous allreduce"),
+            std::string::npos);
+  const std::string misplaced = with([](Scenario* s) { s->runs[1].params = {{"w", "3"}}; });
+  EXPECT_NE(misplaced.find("run #2 'SSP(10)': params apply to a policy script (a policy ending "
+                           "in .lua) only, not to policy 'ssp:10'"),
+            std::string::npos)
+      << misplaced;
+  EXPECT_NE(with([](Scenario* s) { s->runs[3].params = {{"w", "3"}}; }).find("not to a gloo run"),
             std::string::npos);
   EXPECT_NE(with([](Scenario* s) { s->runs[0].policy = "quorum:5:1"; }).find("quorum 5"),
             std::string::npos);
@@ -224,14 +244,175 @@ TEST(ScenarioTest, TomlRoundTrip) {
   s.name = "round \"trip\"";
   s.seed = 0xFFFFFFFFFFFFFFFFull;  // beyond TOML's integers: written as a string
   s.learning_rate = 0.1 + 0.2;
+  s.control_period_ms = 100;
   s.runs.push_back({"QUORUM(3,1)", BackendKind::kSerene, "quorum:3:1"});
+  s.runs.push_back({"EARLY SSP", BackendKind::kSerene, "policies/scheduled.lua",
+                    {{"sync_clocks", "5"}, {"w", "4.5"}, {"note", "a \"b\""}, {"odd key", "1e3"}}});
   auto back = ParseScenarioToml(ScenarioToToml(s), "round-trip");
   ASSERT_TRUE(back.ok()) << Message(back.status()) << "\n" << ScenarioToToml(s);
   EXPECT_EQ(ScenarioToToml(*back), ScenarioToToml(s));
   EXPECT_EQ(back->seed, s.seed);
   EXPECT_EQ(back->learning_rate, s.learning_rate);
-  EXPECT_EQ(back->runs.size(), 4u);
-  EXPECT_EQ(back->runs[3].policy, "quorum:3:1");
+  EXPECT_EQ(back->control_period_ms, 100);
+  ASSERT_EQ(back->runs.size(), 6u);
+  EXPECT_EQ(back->runs[2].policy, "policies/adaptive.lua");
+  EXPECT_EQ(back->runs[4].policy, "quorum:3:1");
+  EXPECT_EQ(back->runs[5].label, "EARLY SSP");
+  EXPECT_EQ(back->runs[5].policy, "policies/scheduled.lua");
+  EXPECT_EQ(back->runs[5].params, s.runs[5].params);
+  // Numbers are written as TOML numbers, other text as strings.
+  EXPECT_NE(ScenarioToToml(s).find("params = { note = \"a \\\"b\\\"\", \"odd key\" = \"1e3\", "
+                                   "sync_clocks = 5, w = 4.5 }"),
+            std::string::npos)
+      << ScenarioToToml(s);
+  EXPECT_NE(ScenarioToToml(s).find("control_period_ms = 100\n"), std::string::npos);
+}
+
+// A file in a fresh directory, removed with it.
+class ScriptDir {
+ public:
+  ScriptDir()
+      : path_(std::filesystem::temp_directory_path() /
+              ("serene-scenario-test-" + std::to_string(getpid()))) {
+    std::filesystem::create_directories(path_);
+  }
+  ~ScriptDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::string Write(const std::string& name, const std::string& text) const {
+    const auto file = path_ / name;
+    std::ofstream(file) << text;
+    return file.string();
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+TEST(ScenarioTest, RunListTakesPolicyScripts) {
+  auto runs = ParseRunList(
+      "sync,ssp:10,policies/adaptive.lua,gloo,serene:policies/scheduled.lua,policies/adaptive.lua");
+  ASSERT_TRUE(runs.ok()) << Message(runs.status());
+  ASSERT_EQ(runs->size(), 6u);
+  EXPECT_EQ((*runs)[2].label, "ADAPTIVE");
+  EXPECT_EQ((*runs)[2].backend, BackendKind::kSerene);
+  EXPECT_EQ((*runs)[2].policy, "policies/adaptive.lua");
+  EXPECT_TRUE((*runs)[2].params.empty());
+  EXPECT_EQ((*runs)[3].label, "Gloo");
+  EXPECT_EQ((*runs)[4].label, "SCHEDULED");
+  EXPECT_EQ((*runs)[4].policy, "policies/scheduled.lua");
+  EXPECT_EQ((*runs)[5].label, "ADAPTIVE #2");
+  EXPECT_TRUE(IsPolicyScript("x.lua"));
+  EXPECT_FALSE(IsPolicyScript(".lua"));
+  EXPECT_FALSE(IsPolicyScript("ssp:10"));
+  EXPECT_EQ(DefaultLabel(BackendKind::kSerene, "/abs/dir/my-policy.lua"), "MY-POLICY");
+
+  Scenario s = DefaultScenario();
+  s.runs = *runs;
+  EXPECT_TRUE(ValidateScenario(s).ok()) << Message(ValidateScenario(s));
+  auto gloo = ParseRunList("gloo:policies/adaptive.lua");
+  ASSERT_FALSE(gloo.ok());
+  EXPECT_NE(gloo.status().message().find("takes no policy"), std::string::npos);
+}
+
+TEST(ScenarioTest, ResolvesScriptsThroughTheSourceTree) {
+  ScriptDir dir;
+  const std::string absolute = dir.Write("mine.lua", "return ssp(3)\n");
+  EXPECT_EQ(ResolvePolicyScript(absolute).value(), absolute);
+  // From a directory without policies/, the source tree's is found.
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(std::filesystem::path(absolute).parent_path());
+  auto path = ResolvePolicyScript("policies/adaptive.lua");
+  auto own = ResolvePolicyScript("mine.lua");  // the current directory comes first
+  std::filesystem::current_path(cwd);
+  ASSERT_TRUE(path.ok()) << Message(path.status());
+  EXPECT_TRUE(std::filesystem::path(*path).is_absolute()) << *path;
+  EXPECT_TRUE(std::filesystem::is_regular_file(*path)) << *path;
+  EXPECT_NE(path->find("/policies/adaptive.lua"), std::string::npos);
+  EXPECT_EQ(own.value(), "mine.lua");
+}
+
+TEST(ScenarioTest, TomlRunWithAPolicyScriptAndParams) {
+  auto s = ParseScenarioToml(R"(
+control_period_ms = 500
+
+[[run]]
+policy = "policies/scheduled.lua"
+params = { sync_clocks = 5, w = 4 }
+
+[[run]]
+label = "ADAPT 32"
+policy = "policies/adaptive.lua"
+[run.params]
+max_w = 32
+slow = 1.5
+)",
+                             "dyn.toml");
+  ASSERT_TRUE(s.ok()) << Message(s.status());
+  EXPECT_EQ(s->control_period_ms, 500);
+  ASSERT_EQ(s->runs.size(), 2u);
+  EXPECT_EQ(s->runs[0].label, "SCHEDULED");
+  EXPECT_EQ(s->runs[0].policy, "policies/scheduled.lua");
+  const std::map<std::string, std::string> scheduled = {{"sync_clocks", "5"}, {"w", "4"}};
+  EXPECT_EQ(s->runs[0].params, scheduled);
+  EXPECT_EQ(s->runs[1].label, "ADAPT 32");
+  const std::map<std::string, std::string> adaptive = {{"max_w", "32"}, {"slow", "1.5"}};
+  EXPECT_EQ(s->runs[1].params, adaptive);
+  EXPECT_TRUE(ValidateScenario(*s).ok()) << Message(ValidateScenario(*s));
+
+  const std::pair<const char*, const char*> bad[] = {
+      {"[[run]]\npolicy = \"ssp:4\"\nparams = { w = 4 }\n",
+       "f.toml: [[run]] #1: params apply to a policy script"},
+      {"[[run]]\nbackend = \"gloo\"\nparams = { w = 4 }\n",
+       "params apply to a policy script (a policy ending in .lua) only, not to a gloo run"},
+      {"[[run]]\npolicy = \"a.lua\"\nparams = 4\n",
+       "f.toml: [[run]] #1: params is an integer, expected a table"},
+      {"[[run]]\npolicy = \"a.lua\"\nparams = { on = true }\n",
+       "f.toml: [[run]] #1: params.on is a boolean, expected a number or a string"},
+      {"control_period_ms = 1\n", "f.toml: control_period_ms '1': expected an integer 10..60000"},
+  };
+  for (const auto& [text, message] : bad) {
+    SCOPED_TRACE(text);
+    auto r = ParseScenarioToml(text, "f.toml");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find(message), std::string::npos) << r.status().message();
+  }
+}
+
+TEST(ScenarioTest, ValidateLoadsEachScriptOnce) {
+  ScriptDir dir;
+  Scenario s = DefaultScenario();
+  // A syntax error on line 3: refused with the script's file:line.
+  s.runs = {{"BAD", BackendKind::kSerene,
+             dir.Write("bad.lua", "-- a policy\nfunction on_telemetry(t)\n  return ssp(\nend\n")}};
+  Status st = ValidateScenario(s);
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(Message(st).find("run #1 'BAD': policy script "), std::string::npos) << Message(st);
+  EXPECT_NE(Message(st).find("bad.lua:4:"), std::string::npos) << Message(st);
+
+  // A runtime error in the main chunk, with the params it was given.
+  s.runs = {{"NEEDS", BackendKind::kSerene,
+             dir.Write("needs.lua", "assert(params.w, 'needs w')\nreturn ssp(params.w)\n")}};
+  EXPECT_NE(Message(ValidateScenario(s)).find("needs.lua:1:"), std::string::npos)
+      << Message(ValidateScenario(s));
+  s.runs[0].params = {{"w", "3"}};
+  EXPECT_TRUE(ValidateScenario(s).ok()) << Message(ValidateScenario(s));
+
+  // A static quorum larger than the job.
+  s.runs = {{"Q", BackendKind::kSerene, dir.Write("q.lua", "return quorum(9, 1)\n")}};
+  EXPECT_NE(Message(ValidateScenario(s)).find("quorum 9 is more than the 4 workers"),
+            std::string::npos)
+      << Message(ValidateScenario(s));
+
+  // A missing file: every place looked in is named.
+  s.runs = {{"GONE", BackendKind::kSerene, "policies/no-such-policy.lua"}};
+  st = ValidateScenario(s);
+  EXPECT_EQ(st.code(), Status::Code::kNotFound);
+  EXPECT_NE(
+      Message(st).find("run #1 'GONE': policy script 'policies/no-such-policy.lua' not found"),
+      std::string::npos)
+      << Message(st);
 }
 
 TEST(ScenarioTest, Slugs) {
