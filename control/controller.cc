@@ -91,7 +91,8 @@ ControllerEvent::Kind Controller::Apply(const PolicyDecision& d, const v1::JobTe
     e.effective_clock = r->effective_clock();
     e.message = "job " + std::to_string(options_.job) + ": " + d.text + " -> epoch " +
                 std::to_string(r->epoch()) + " from clock " + std::to_string(r->effective_clock()) +
-                " (fastest rank at " + std::to_string(t.high()) + ", " +
+                (t.high() < 0 ? std::string(" (before any rank completed a clock, ")
+                              : " (fastest rank at clock " + std::to_string(t.high()) + ", ") +
                 std::to_string(r->released()) + " rank(s) released at once)";
   } else if (r.status().code() == Status::Code::kFailedPrecondition) {
     e.kind = ControllerEvent::Kind::kRetry;

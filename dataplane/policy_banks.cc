@@ -22,9 +22,11 @@ Result<PolicyChange> InstallPolicy(JobState& job, const BarrierParams& params,
     return Status::FailedPrecondition(
         jid + ": the previous policy change (epoch " + std::to_string(next.epoch) + ", " +
         next.params.ToString() + " from clock " + std::to_string(job.swap_clock) +
-        ") has not retired yet: the slowest live rank has completed clock " +
-        std::to_string(static_cast<int32_t>(job.low_all)) + "; retry when it passes " +
-        std::to_string(job.swap_clock));
+        ") has not retired yet: " +
+        (job.low_all == proto::kNoClock
+             ? std::string("no live rank has completed a clock yet")
+             : "the slowest live rank has completed clock " + std::to_string(job.low_all)) +
+        "; retry when every live rank has completed clock " + std::to_string(job.swap_clock));
   }
   const uint32_t earliest = job.max_released + 1;  // kNoClock + 1 == 0
   uint32_t x = effective_clock.value_or(earliest);
