@@ -21,12 +21,22 @@
 --            (silent catches a stall still under way). A stall of S seconds
 --            lets the others go on without waiting iff W >= S / step.
 --   waiting  the others are held by the window: some rank spent more than
---            `wait` of the period at the barrier (wait_total grew) or has been
---            waiting longer than a step, while the slowest rank lags by more
---            than W (with a smaller lag the wait is jitter, not the window).
---   memory   max(need, memory x 0.5^(dt / half_life)): recent needs, decaying.
+--            `wait` of the period at the barrier (wait_total grew) and the lag
+--            went past W in one of the last 8 snapshots, or a rank has been
+--            waiting longer than a step while the slowest rank lags by more
+--            than W now (a wait with smaller lags is jitter, not the window).
+--   memory   max(need, memory x 0.5^(dt / half_life)): recent needs, decaying;
+--            a growth also remembers the window it set (W / margin).
+--   persistent  some live rank's step EWMA (work_time) is > slow x step: a
+--            slower machine, not stalls now and then.
 --
 --   grow     waiting and ceil(need x margin) > W:  W = ceil(need x margin), at once.
+--            waiting, no persistent straggler, and a stall in sight (need > 0)
+--            or no shrink in the last `hold` s (the wait right after a
+--            shrink is the catch-up it causes):  W = max(2W, 1). Stalls that come now and then
+--            on every rank (slow_worker) add up: the lag between ranks is a
+--            random walk that one stall's need underestimates, so a window
+--            that still binds is doubled until it no longer does.
 --   shrink   nobody waiting and `hold` s since the last change:
 --              target = ceil(memory x margin) (0 once memory < 0.5);
 --              no straggler now and target 0:  sync()
@@ -39,7 +49,8 @@
 -- returns a rule only when it differs from the one in force, and nothing
 -- while a change is pending (the switch takes one at a time). A rank that is
 -- slower at every step (not a stall) holds W at its need: no window can hide
--- a slower machine, so W does not grow past what covers one of its steps.
+-- a slower machine, so W does not grow past what covers one of its steps
+-- (the doubling is for stalls only).
 
 local max_w = params.max_w or 64
 local slow = params.slow or 1.3
@@ -53,6 +64,9 @@ local prev_now = nil      -- t.now of the last call
 local prev_wait = {}      -- wait_total by rank at the last call
 local memory = 0          -- decaying max of the needs seen, in steps
 local last_change = nil   -- t.now when this policy last changed the rule
+local last_shrink = nil   -- t.now when it last made the window smaller
+local lags = {}           -- max lag of the last few snapshots, oldest first
+local lag_snapshots = 8
 
 -- ceil that ignores float noise: (1.0 - 0.1) / 0.1 is 9.000000000000002.
 local function ceil(x) return math.ceil(x - 1e-9) end
@@ -100,9 +114,10 @@ function on_telemetry(t)
   if #works == 0 then return nil end  -- no step measured yet
   local step = median(works)
 
-  -- The longest stall, in steps.
-  local need, straggler = 0, nil
+  -- The longest stall, in steps; and whether a rank is slow at every step.
+  local need, straggler, persistent = 0, nil, false
   for _, r in ipairs(live) do
+    if r.work_time > slow * step then persistent = true end
     if r.work_time > 0 then
       local s = math.max(r.work_time, r.last_work_time)
       if not r.waiting and r.silent > s then s = r.silent end
@@ -114,13 +129,23 @@ function on_telemetry(t)
   end
 
   local w = math.min(t.rule.window, max_w)
-  local waiting = ((dt > 0 and waited > wait_fraction * dt) or wait_now > step)
-      and max_lag > w
+  -- The ranks spread across the whole window recently: the largest lag of
+  -- the last few snapshots. A wait over the period is the window's doing
+  -- only if the lag reached past W (a wait with smaller lags is jitter: the
+  -- round trip of a CLOCK on a busy host, everyone at SYNC's every clock).
+  lags[#lags + 1] = max_lag
+  if #lags > lag_snapshots then table.remove(lags, 1) end
+  local peak_lag = math.max(table.unpack(lags))
+  local waiting = (dt > 0 and waited > wait_fraction * dt and peak_lag > w)
+      or (wait_now > step and max_lag > w)
   memory = math.max(need, memory * 0.5 ^ (dt / half_life))
 
+  local recent_shrink = last_shrink ~= nil and t.now - last_shrink < hold
   local new_w = w
   if waiting and ceil(need * margin) > w then
     new_w = clamp(ceil(need * margin))
+  elseif waiting and not persistent and (need > 0 or not recent_shrink) then
+    new_w = clamp(math.max(2 * w, 1))
   elseif not waiting and (last_change == nil or t.now - last_change >= hold) then
     local target = memory < 0.5 and 0 or clamp(ceil(memory * margin))
     if target == 0 and need == 0 then
@@ -132,6 +157,8 @@ function on_telemetry(t)
 
   local want = window(new_w)
   if want == t.rule then return nil end
+  if new_w > w then memory = math.max(memory, new_w / margin) end
+  if new_w < w then last_shrink = t.now end
   last_change = t.now
   log(string.format("%s -> %s: step %.3f s, need %d steps (rank %s), waited %.2f s " ..
                     "(%.2f s now), max lag %d, memory %.1f", t.rule.text, want.text, step,

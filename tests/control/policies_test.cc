@@ -439,6 +439,51 @@ TEST_F(AdaptiveTest, TheCatchUpAfterAShrinkDoesNotGrowItBack) {
   EXPECT_EQ(window(), shrunk);
 }
 
+// slow_worker: every rank stalls now and then (step EWMAs stay near the
+// median), so the lag is a random walk that one stall's need underestimates.
+// While the window still binds with a stall in sight, it doubles.
+TEST_F(AdaptiveTest, StallsOnEveryRankDoubleTheWindowWhileItBinds) {
+  Load();
+  Calm();
+  Decide();  // the baseline of the waiting counters
+  std::vector<uint32_t> windows;
+  for (int call = 0; call < 5; ++call) {
+    const int slow = call % kRanks;
+    const int64_t ahead = static_cast<int64_t>(window()) + 1;
+    for (int i = 0; i < kRanks; ++i) {
+      v1::RankTelemetry* r = t_.mutable_ranks(i);
+      r->set_work_ns(Ns(1.1 * kStep));                               // EWMA: a little above
+      r->set_last_work_ns(Ns(i == slow ? 3 * kStep : kStep));        // one stall in sight
+      r->set_silent_ns(Ns(kStep / 2));
+      r->set_done(i == slow ? 1000 : 1000 + ahead);
+      r->set_waiting(i != slow);
+      r->set_wait_now_ns(i != slow ? Ns(kStep) : 0);
+      r->set_wait_total_ns(r->wait_total_ns() + (i != slow ? Ns(0.4) : 0));
+    }
+    Advance(1);
+    if (Decide().has_value()) windows.push_back(window());
+  }
+  EXPECT_EQ(windows, (std::vector<uint32_t>{3, 6, 12, 24, 48}));
+}
+
+TEST_F(AdaptiveTest, WaitingUnderSyncGrowsEvenWithNoStallInSight) {
+  Load();
+  Calm();
+  Decide();
+  for (int call = 0; call < 3; ++call) {
+    for (int i = 0; i < kRanks; ++i) {
+      v1::RankTelemetry* r = t_.mutable_ranks(i);
+      r->set_done(1000 + (i == 0 ? 0 : static_cast<int64_t>(window()) + 1));
+      r->set_waiting(i != 0);
+      r->set_wait_now_ns(0);
+      r->set_wait_total_ns(r->wait_total_ns() + Ns(0.5));  // half the period
+    }
+    Advance(1);
+    Decide();
+  }
+  EXPECT_EQ(window(), 4u) << "1, 2, 4";
+}
+
 TEST_F(AdaptiveTest, EvictedRanksAreIgnored) {
   Load();
   // A dead rank, silent for long and far behind, but out of the barrier.
