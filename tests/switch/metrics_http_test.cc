@@ -147,8 +147,8 @@ TEST(MetricsHttpServer, ServesThePipelinesExposition) {
   EXPECT_EQ(res->status, 200);
   EXPECT_EQ(res->get_header_value("Content-Type"), kContentType);
   EXPECT_NE(res->body.find("\nserene_jobs 1\n"), std::string::npos);
-  EXPECT_NE(res->body.find("\nserene_job_workers{job=\"3\"} 2\n"), std::string::npos);
-  EXPECT_NE(res->body.find("\nserene_rank_done_clock{job=\"3\",rank=\"1\"} -1\n"),
+  EXPECT_NE(res->body.find("\nserene_job_workers{job_id=\"3\"} 2\n"), std::string::npos);
+  EXPECT_NE(res->body.find("\nserene_rank_done_clock{job_id=\"3\",rank=\"1\"} -1\n"),
             std::string::npos);
 }
 
