@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <random>
 #include <cstdio>
 #include <string>
 
@@ -69,7 +70,10 @@ int main(int argc, char** argv) {
     }
   }
 
-  serene::dataplane::Pipeline pipeline;
+  // Each job's incarnation (JOIN_ACK) must differ from a previous switch's,
+  // so ranks can tell a restarted switch from a delayed reply.
+  std::random_device entropy;
+  serene::dataplane::Pipeline pipeline((uint64_t{entropy()} << 32) | entropy());
   for (const auto& job : config->jobs) {
     serene::Status s = serene::control::AdmitJob(job);
     if (s.ok()) s = pipeline.CreateJob(job);

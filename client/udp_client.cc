@@ -181,6 +181,7 @@ JobInfo UdpClient::ParseJoinAck(const proto::PacketView& v) const {
   info.epoch = u(ja::kEpoch);
   info.rows = u(ja::kRows);
   info.scale_log2 = u(ja::kScaleLog2);
+  info.incarnation = v.header.count > ja::kIncarnation ? u(ja::kIncarnation) : 0;
   info.waiting = (v.header.flags & flags::kWaiting) != 0;
   return info;
 }
@@ -196,7 +197,7 @@ Result<JobInfo> UdpClient::SendJoin() {
     std::optional<JobInfo> ack;
     Status refused;
     s = Receive(next_send - SteadyClock::now(), [&](const proto::PacketView& v) {
-      if (v.header.op == Op::kJoinAck && v.header.count >= proto::join_ack::kCount) {
+      if (v.header.op == Op::kJoinAck && v.header.count >= proto::join_ack::kIncarnation) {
         ack = ParseJoinAck(v);
         return true;
       }
@@ -560,7 +561,7 @@ Result<ClockResult> UdpClient::AwaitRelease(uint32_t c, uint32_t rows_announced,
         nack = &nack_copy;
         return false;
       }
-      if (h.op == Op::kJoinAck && h.count >= proto::join_ack::kCount) {
+      if (h.op == Op::kJoinAck && h.count >= proto::join_ack::kIncarnation) {
         ack = ParseJoinAck(v);
         return false;
       }

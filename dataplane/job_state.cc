@@ -8,9 +8,10 @@ uint64_t JobStateBytes(const JobConfig& c) {
          rows * c.workers * sizeof(uint32_t) + c.workers * sizeof(WorkerRegs) + sizeof(JobState);
 }
 
-JobState::JobState(const JobConfig& c)
+JobState::JobState(const JobConfig& c, uint32_t incarnation_value)
     : config(c),
       rows(c.rows()),
+      incarnation(incarnation_value),
       visible(c.elements, 0),
       pending(c.elements, 0),
       pending_clock(rows, proto::kNoClock),

@@ -60,12 +60,16 @@ struct PolicyBank {
 uint64_t JobStateBytes(const JobConfig& config);
 
 struct JobState {
-  explicit JobState(const JobConfig& c);
+  JobState(const JobConfig& c, uint32_t incarnation);
   JobState(const JobState&) = delete;
   JobState& operator=(const JobState&) = delete;
 
   const JobConfig config;
   const uint32_t rows;
+  // Drawn when the job is created (Pipeline::CreateJob); JOIN_ACK carries it
+  // so a worker can tell a re-created job (a restarted switch) from a
+  // delayed reply.
+  const uint32_t incarnation;
 
   // Aggregation table, element i of row r at r * row_width + i.
   std::vector<int32_t> visible;         // the model readers see

@@ -49,6 +49,7 @@ void Join(JobState& job, uint32_t worker, const proto::Endpoint& src, Timestamp 
       static_cast<int32_t>(epoch),
       static_cast<int32_t>(job.rows),
       static_cast<int32_t>(job.config.scale_log2),
+      static_cast<int32_t>(job.incarnation),
   };
   const uint16_t f = w.released ? 0 : proto::flags::kWaiting;
   EmitReply(job, src, proto::Op::kJoinAck, worker, w.done, 0, f, values, out);

@@ -15,13 +15,23 @@
 namespace serene::dataplane {
 namespace {
 
+// SplitMix64's finalizer: spreads (seed, creation, id) over 32 bits.
+uint32_t Incarnation(uint64_t seed, uint64_t creation, uint16_t id) {
+  uint64_t x = seed + 0x9E3779B97F4A7C15ull * (creation + 1) + id;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return static_cast<uint32_t>(x) | 1u;  // never 0: 0 reads as "not told"
+}
+
 Status NoJob(uint16_t job) {
   return Status::NotFound("job " + std::to_string(job) + " does not exist");
 }
 
 }  // namespace
 
-Pipeline::Pipeline() : jobs_(65536) {}
+Pipeline::Pipeline(uint64_t incarnation_seed)
+    : jobs_(65536), incarnation_seed_(incarnation_seed) {}
 Pipeline::~Pipeline() = default;
 
 std::shared_ptr<JobState> Pipeline::Find(uint16_t job) const {
@@ -78,7 +88,8 @@ Status Pipeline::CreateJob(const JobConfig& config) {
   // Allocate outside the table lock: a large model takes a while to zero.
   std::shared_ptr<JobState> state;
   try {
-    state = std::make_shared<JobState>(config);
+    state = std::make_shared<JobState>(
+        config, Incarnation(incarnation_seed_, creations_.fetch_add(1), config.id));
   } catch (const std::bad_alloc&) {
     return Status::ResourceExhausted(
         "job " + std::to_string(config.id) + " needs " +

@@ -49,7 +49,10 @@ struct ProcessResult {
 
 class Pipeline {
  public:
-  Pipeline();
+  // `incarnation_seed` makes each job's incarnation number (JOIN_ACK) differ
+  // from the previous switch's: the daemon passes a random seed, tests a
+  // fixed one.
+  explicit Pipeline(uint64_t incarnation_seed = 0);
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -110,6 +113,8 @@ class Pipeline {
   mutable std::shared_mutex table_mu_;
   std::vector<std::shared_ptr<JobState>> jobs_;
   size_t job_count_ = 0;
+  const uint64_t incarnation_seed_;
+  std::atomic<uint64_t> creations_{0};
 
   struct AtomicGlobals {
     std::atomic<uint64_t> packets{0};

@@ -39,10 +39,11 @@ uint8_t* EmitReply(const JobState& job, const proto::Endpoint& dst, proto::Op op
 
 void EmitError(JobState& job, const proto::Endpoint& dst, const proto::Header& req,
                proto::ErrorCode code, Output* out) {
-  const int32_t value = static_cast<int32_t>(code);
+  const int32_t values[proto::error_reply::kCount] = {static_cast<int32_t>(code),
+                                                       static_cast<int32_t>(req.op)};
   uint16_t extra = 0;
   if (code == proto::ErrorCode::kEvicted) extra |= proto::flags::kEvicted;
-  EmitReply(job, dst, proto::Op::kError, req.worker, req.clock, req.row, extra, {&value, 1}, out);
+  EmitReply(job, dst, proto::Op::kError, req.worker, req.clock, req.row, extra, values, out);
   ++job.counters.errors;
   if (req.worker < job.workers.size()) ++job.workers[req.worker].counters.errors;
 }

@@ -28,7 +28,8 @@ uint8_t* EmitReplyRaw(const JobState& job, const proto::Endpoint& dst, proto::Op
                       uint32_t worker, uint32_t clock, uint32_t row, uint16_t extra_flags,
                       uint16_t count, Output* out);
 
-// ERROR(code) to `dst`, counted on the job (and the rank when it exists).
+// ERROR [code, req.op] to `dst`, echoing the request's clock and row; counted
+// on the job (and the rank when it exists).
 void EmitError(JobState& job, const proto::Endpoint& dst, const proto::Header& req,
                proto::ErrorCode code, Output* out);
 

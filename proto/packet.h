@@ -125,8 +125,19 @@ inline constexpr size_t kHigh = 5;
 inline constexpr size_t kEpoch = 6;
 inline constexpr size_t kRows = 7;
 inline constexpr size_t kScaleLog2 = 8;
-inline constexpr size_t kCount = 9;
+// Drawn by the switch when it creates the job; changes only when the job is
+// created again (a restarted switch): the job's state was lost.
+inline constexpr size_t kIncarnation = 9;
+inline constexpr size_t kCount = 10;
 }  // namespace join_ack
+
+// ERROR value layout: the code, and the op of the refused request (whose
+// clock and row the header echoes). An older switch sends only the code.
+namespace error_reply {
+inline constexpr size_t kCode = 0;
+inline constexpr size_t kOp = 1;
+inline constexpr size_t kCount = 2;
+}  // namespace error_reply
 
 // RELEASE value layout.
 namespace release {

@@ -89,6 +89,9 @@ struct JobInfo {
   uint32_t low = 0;
   uint32_t high = 0;
   uint32_t epoch = 0;
+  // The job's incarnation: changes only when the switch creates the job
+  // again (a restarted switch lost its state). 0: not told (older switch).
+  uint32_t incarnation = 0;
 };
 
 // What the switch said when it released a CLOCK.

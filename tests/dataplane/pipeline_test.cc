@@ -185,3 +185,29 @@ TEST(Pipeline, EvictionReleasesThePeersTheSilentRankHeld) {
 
 }  // namespace
 }  // namespace serene::testing
+
+namespace serene::testing {
+namespace {
+
+// JOIN_ACK's incarnation: the same job id re-created (a restarted switch, a
+// delete and create) gets another, so a rank can tell a lost table from a
+// delayed reply.
+TEST(Pipeline, AReCreatedJobHasAnotherIncarnation) {
+  auto incarnation = [](Harness& h) {
+    auto acks = OfOp(h.Join(0), proto::Op::kJoinAck);
+    EXPECT_EQ(acks.size(), 1u);
+    EXPECT_EQ(acks[0].values.size(), proto::join_ack::kCount);
+    return acks[0].values[proto::join_ack::kIncarnation];
+  };
+  Harness h;
+  h.CreateJob(TestJob(2, dataplane::BarrierParams::Sync(), 6, 3));
+  const int32_t first = incarnation(h);
+  EXPECT_NE(first, 0);
+  EXPECT_EQ(incarnation(h), first) << "a repeated JOIN sees the same job";
+  ASSERT_TRUE(h.pipeline().DeleteJob(1).ok());
+  h.CreateJob(TestJob(2, dataplane::BarrierParams::Sync(), 6, 3));
+  EXPECT_NE(incarnation(h), first) << "the same id, created again";
+}
+
+}  // namespace
+}  // namespace serene::testing

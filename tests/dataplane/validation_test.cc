@@ -171,8 +171,15 @@ TEST_P(ValidationTest, RejectedWithReasonAndNoStateChange) {
     EXPECT_EQ(emitted[0].header.op, Op::kError);
     EXPECT_EQ(emitted[0].dst, WorkerAddr(f.from_port_rank)) << "ERROR goes to the source";
     EXPECT_EQ(emitted[0].header.key, kKey);
-    ASSERT_EQ(emitted[0].values.size(), 1u);
-    EXPECT_EQ(emitted[0].values[0], f.error_code);
+    ASSERT_EQ(emitted[0].values.size(), proto::error_reply::kCount);
+    EXPECT_EQ(emitted[0].values[proto::error_reply::kCode], f.error_code);
+    // The ERROR names the refused request: its op, clock and row.
+    proto::PacketView req;
+    const auto bytes = f.packet();
+    ASSERT_EQ(proto::Decode(bytes.data(), bytes.size(), &req), proto::ParseError::kOk);
+    EXPECT_EQ(emitted[0].values[proto::error_reply::kOp], static_cast<int32_t>(req.header.op));
+    EXPECT_EQ(emitted[0].header.clock, req.header.clock);
+    EXPECT_EQ(emitted[0].header.row, req.header.row);
   }
   EXPECT_EQ(Digest(h), before) << "state changed";
 
