@@ -1,25 +1,32 @@
-// UdpClient: the Client over one UDP socket (see include/serene/client.h for
-// the contract). Each call runs its own send/receive loop: no threads.
+// UdpClient: the Client over one UDP socket (include/serene/client.h is the
+// contract). Each call is one operation (join_op.h, pull_op.h, clock_op.h,
+// leave_op.h) run by the one event loop of operation.h with its single
+// deadline rule; this class sequences them and keeps the rank's state:
+//
+//   Pull    PullOp; evicted -> JOIN again (Rejoin) and pull at the new clock;
+//           the switch lost the rank -> Recover
+//   Push    INC every row (no wait); kept for NACK re-sends
+//   Clock   ClockOp; rejoined ahead -> the new clock; the job lost -> Recover
+//   Recover the switch lost the job (restarted): JOIN the new incarnation;
+//           rank 0 re-seeds it with the newest model it pulled, every rank
+//           completes clock 0 again, and training goes on from there
 //
 // Not thread-safe.
 #pragma once
 
-#include <chrono>
-#include <cstdint>
 #include <span>
 #include <vector>
 
+#include "client/rank_state.h"
+#include "client/transport.h"
 #include "include/serene/client.h"
-#include "net/udp_socket.h"
-#include "proto/codec.h"
-#include "proto/endpoint.h"
 
 namespace serene::client {
 
+class Operation;
+
 class UdpClient final : public Client {
  public:
-  using SteadyClock = std::chrono::steady_clock;
-
   UdpClient(const ClientOptions& options, net::UdpSocket socket, proto::Endpoint switch_ep);
 
   Result<JobInfo> Join() override;
@@ -31,84 +38,33 @@ class UdpClient final : public Client {
   Result<ClockResult> Clock() override;
   Status Leave(bool finish_job) override;
 
-  uint32_t clock() const override { return done_ + 1; }
-  const JobInfo& info() const override { return info_; }
-  bool finished() const override { return finished_; }
+  uint32_t clock() const override { return rank_.clock(); }
+  const JobInfo& info() const override { return rank_.info; }
+  bool finished() const override { return finished_ || transport_.finished(); }
   const ClientStats& stats() const override { return stats_; }
-  std::string local_address() const override;
+  std::string local_address() const override { return transport_.local_address(); }
 
  private:
-  // Encodes a request into the send batch (flushing first when it is full).
-  Status Queue(proto::Op op, uint32_t clock, uint32_t row, uint16_t flags,
-               std::span<const int32_t> values);
-  Status QueueRow(uint32_t clock, uint32_t row, uint16_t flags);  // INC from inc_buf_
-  Status Flush();
-
-  // Receives for at most `timeout` and calls handle(view) for every packet of
-  // this job and rank; stops early when handle returns true.
-  template <typename Handler>
-  Status Receive(SteadyClock::duration timeout, Handler&& handle);
-
-  // Waits for RELEASE of clock c (sending CLOCK(c, n) first if `announce`).
-  Result<ClockResult> AwaitRelease(uint32_t c, uint32_t rows_announced, bool announce);
-  Status ResendRows(uint32_t clock, const proto::PacketView& nack);
-  Result<JobInfo> SendJoin();
-  JobInfo ParseJoinAck(const proto::PacketView& v) const;
-  Status AllocateForJob();
-
-  // Retransmission timeout after `attempts` retransmissions (adaptive, from READ round trips).
-  SteadyClock::duration Rto(uint32_t attempts) const;
-  void SampleRtt(SteadyClock::duration sample);
-  Status SilenceError(const std::string& what) const;  // DeadlineExceeded if silent too long
-  bool SilentTooLong() const { return SteadyClock::now() - last_heard_ > options_.deadline; }
-  Status Refused(const std::string& what, const proto::PacketView& error) const;
-  Status SaturationError() const;
-  // DeadlineExceeded: the barrier did not move for `deadline` while waiting after CLOCK(c).
-  Status NoProgressError(uint32_t c, const JobInfo& ack) const;
-  // One pass of PullFixed; sets *evicted (and stops) if the switch says the rank was evicted.
-  Status PullOnce(std::span<int32_t> model, bool* evicted);
-  // JOINs again after an eviction and waits for a pending release.
+  Status Run(Operation& op);
+  // Adopts a JOIN_ACK as where the rank stands.
+  Status Adopt(const JobInfo& ack);
+  // Waits for the RELEASE of the clock the rank completed before a JOIN.
+  Status AwaitPendingRelease();
+  // JOINs again after an eviction.
   Status Rejoin();
-  void NoteFlags(uint16_t flags);
+  // The switch lost the job (`why`): join its new incarnation and re-seed.
+  Status Recover(const std::string& why);
+  Status SaturationError() const;
 
   ClientOptions options_;
-  net::UdpSocket socket_;
-  proto::Endpoint switch_ep_;
-  std::string switch_name_;
-
-  net::RecvBatch recv_;
-  net::SendBatch send_;
-  std::vector<uint8_t> send_arena_;
-  size_t send_used_ = 0;
-
-  bool joined_ = false;
-  JobInfo info_;
-  uint32_t done_ = proto::kNoClock;
-  bool finished_ = false;
-  bool saturated_ = false;
-  bool rejoined_ = false;  // rejoined since the last ClockResult
-  SteadyClock::time_point last_heard_;
-
-  // Per-row state for pulls and the update of the current clock (for NACKs).
-  std::vector<int32_t> pull_buf_;
-  std::vector<int32_t> inc_buf_;
-  bool pushed_ = false;  // inc_buf_ holds this clock's update
-  std::vector<uint8_t> row_state_;
-  std::vector<SteadyClock::time_point> row_sent_;
-  std::vector<uint32_t> row_attempts_;
-  std::vector<uint32_t> row_overtaken_;  // later replies seen while in flight
-  std::vector<uint32_t> in_flight_;      // Pull's scratch, kept across calls
-  std::vector<uint32_t> retransmitted_;  // scratch
-
-  // The last Receive filled its batch: more datagrams may be queued.
-  bool backlog_ = false;
-
-  // Round-trip estimate (RFC 6298) from READs.
-  bool have_rtt_ = false;
-  SteadyClock::duration srtt_{0};
-  SteadyClock::duration rttvar_{0};
-
   ClientStats stats_;
+  Transport transport_;
+  RankState rank_;
+  bool finished_ = false;
+  std::vector<int32_t> pull_buf_;  // Pull()'s fixed-point landing area
+  std::vector<int32_t> seed_;      // rank 0: the newest model it pulled (re-seeds a lost job)
+  bool rejoined_ = false;          // since the last ClockResult
+  bool restarted_ = false;         // since the last ClockResult
 };
 
 }  // namespace serene::client

@@ -25,8 +25,12 @@
 // when a NACK asks for them; CLOCK is re-sent on timeout and answered
 // idempotently. While a CLOCK waits at the barrier the client probes the
 // switch (JOIN, which never resets a rank) so a dead switch is told apart
-// from a slow peer: every call fails with a clear DeadlineExceeded error once
-// the switch has been silent for `deadline`, never hangs.
+// from a slow peer. Every call ends: it fails with a clear DeadlineExceeded
+// error once it has made no progress for `deadline` (a silent switch, a
+// barrier that does not move, INCs the switch keeps refusing), never hangs.
+// An evicted rank joins again by itself; a switch that lost the job (it
+// restarted) is re-seeded by rank 0 with the newest model it pulled
+// (ClockResult::switch_restarted). docs/client.md has the details.
 //
 // Errors are Status/Result values; nothing throws. A Client is not
 // thread-safe: use one per worker thread.
@@ -63,7 +67,9 @@ struct ClientOptions {
   // Env: SERENE_TIMEOUT_MS (initial). Defaults 20 ms and 1 s.
   std::chrono::milliseconds initial_timeout{20};
   std::chrono::milliseconds max_timeout{1000};
-  // A call fails once the switch has been silent this long. Env: SERENE_DEADLINE_S. Default 30 s.
+  // A call fails once it has made no progress this long (the switch silent,
+  // the barrier not moving). Keep it above the longest step a peer takes.
+  // Env: SERENE_DEADLINE_S. Default 30 s.
   std::chrono::milliseconds deadline{30000};
   // Socket receive and send buffers, bytes: a pull arrives and a push leaves
   // in bursts of a whole model.
@@ -103,6 +109,11 @@ struct ClockResult {
   std::chrono::nanoseconds waited{0};  // time from first CLOCK sent to RELEASE
   bool finished = false;   // the job was ended: stop training
   bool rejoined = false;   // this rank had been evicted and joined again (the clock jumped)
+  // The switch had lost the job (it restarted): the ranks joined its new
+  // incarnation, rank 0 re-seeded it with the newest model it had pulled,
+  // and the clock started again (`clock` is 0). The update of the clock in
+  // flight was lost; pull and go on.
+  bool switch_restarted = false;
 };
 
 // Counters of one client.
@@ -116,6 +127,7 @@ struct ClientStats {
   uint64_t rows_resent = 0;     // INC rows re-sent after NACKs
   uint64_t stale_replies = 0;   // replies for another clock/row (late duplicates)
   uint64_t rejoins = 0;
+  uint64_t switch_restarts = 0;  // times the switch had lost the job and it was re-seeded
   std::chrono::nanoseconds pull_time{0};
   std::chrono::nanoseconds push_time{0};
   std::chrono::nanoseconds clock_wait{0};

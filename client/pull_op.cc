@@ -1,0 +1,129 @@
+#include "client/pull_op.h"
+
+#include <algorithm>
+#include <string>
+
+namespace serene::client {
+namespace {
+
+constexpr uint32_t kFastRetransmit = 3;
+
+}  // namespace
+
+PullOp::PullOp(Transport& t, const RankState& rank, std::span<int32_t> model,
+               ClientStats* stats)
+    : t_(t),
+      stats_(stats),
+      clock_(rank.clock()),
+      rows_(rank.info.rows),
+      row_width_(rank.info.row_width),
+      elements_(rank.info.elements),
+      model_(model),
+      state_(rank.info.rows, kIdle),
+      sent_(rank.info.rows),
+      attempts_(rank.info.rows, 0),
+      overtaken_(rank.info.rows, 0) {
+  in_flight_.reserve(std::min<uint32_t>(rows_, t.options().window));
+}
+
+Status PullOp::Start() {
+  if (rows_ == 0) Finish(Status::Ok());
+  return OnTimer(SteadyClock::now());
+}
+
+Operation::Reply PullOp::OnReply(const proto::PacketView& v) {
+  const proto::Header& h = v.header;
+  if (h.op == proto::Op::kError && h.clock == clock_ && ErrorRefuses(v, proto::Op::kRead)) {
+    switch (ErrorCodeOf(v)) {
+      case proto::ErrorCode::kEvicted: end_ = End::kEvicted; Finish(Status::Ok()); break;
+      case proto::ErrorCode::kNotJoined: end_ = End::kNotJoined; Finish(Status::Ok()); break;
+      default:
+        Finish(Refused(t_, "READ (row " + std::to_string(h.row) + ", clock " + ClockText(clock_) + ")",
+                    v));
+    }
+    return Reply::kHandled;
+  }
+  if (h.op != proto::Op::kReadReply || h.clock != clock_ || h.row >= rows_ ||
+      state_[h.row] != kInFlight) {
+    return Reply::kStale;
+  }
+  const size_t begin = size_t{h.row} * row_width_;
+  const size_t len = std::min<size_t>(row_width_, elements_ - begin);
+  if (h.count != len) return Reply::kStale;
+  for (size_t i = 0; i < len; ++i) model_[begin + i] = v.Value(i);
+  const auto now = SteadyClock::now();
+  // Karn: only replies to requests sent once measure the round trip; and a
+  // reply to a retransmitted row may answer its first copy, sent before rows
+  // now ahead of it in send order, so it proves nothing about them.
+  if (attempts_[h.row] == 0) {
+    t_.rtt().Sample(now - sent_[h.row]);
+    for (uint32_t r : in_flight_) {
+      if (r == h.row) break;
+      if (state_[r] == kInFlight) ++overtaken_[r];
+    }
+  }
+  state_[h.row] = kDone;
+  if (++got_ == rows_) {
+    if (t_.saturated() && t_.options().fail_on_saturation) {
+      Finish(Status::FailedPrecondition("job " + std::to_string(t_.options().job) +
+                                     ": the switch's table saturated (a sum left the fixed-point "
+                                     "range); the model is no longer exact. Use a smaller scale "
+                                     "or a smaller learning rate"));
+    } else {
+      Finish(Status::Ok());
+    }
+  }
+  return Reply::kProgress;
+}
+
+SteadyClock::time_point PullOp::NextTimer() const {
+  // Room in the window, or a row answered (to be dropped from the window and
+  // replaced): work to do now.
+  constexpr auto kNow = SteadyClock::time_point::min();
+  if (next_ < rows_ && in_flight_.size() < t_.options().window) return kNow;
+  auto due = SteadyClock::time_point::max();
+  for (uint32_t r : in_flight_) {
+    if (state_[r] != kInFlight || overtaken_[r] >= kFastRetransmit) return kNow;
+    due = std::min(due, sent_[r] + t_.rtt().Rto(attempts_[r]));
+  }
+  return due;
+}
+
+Status PullOp::OnTimer(SteadyClock::time_point now) {
+  // Retransmit overdue and overtaken rows (to the back of the send order);
+  // drop answered ones.
+  size_t kept = 0;
+  resent_.clear();
+  for (uint32_t r : in_flight_) {
+    if (state_[r] == kDone) continue;
+    if (now < sent_[r] + t_.rtt().Rto(attempts_[r]) && overtaken_[r] < kFastRetransmit) {
+      in_flight_[kept++] = r;
+      continue;
+    }
+    Status q = t_.Queue(proto::Op::kRead, clock_, r, proto::flags::kRetransmit, {});
+    if (!q.ok()) return q;
+    sent_[r] = now;
+    overtaken_[r] = 0;
+    ++attempts_[r];
+    ++stats_->read_retransmits;
+    resent_.push_back(r);
+  }
+  in_flight_.resize(kept);
+  in_flight_.insert(in_flight_.end(), resent_.begin(), resent_.end());
+  // Keep the window full.
+  while (in_flight_.size() < t_.options().window && next_ < rows_) {
+    Status q = t_.Queue(proto::Op::kRead, clock_, next_, 0, {});
+    if (!q.ok()) return q;
+    state_[next_] = kInFlight;
+    sent_[next_] = now;
+    in_flight_.push_back(next_++);
+  }
+  return t_.Flush();
+}
+
+Status PullOp::Stalled(bool) const {
+  return SilenceError(t_, "READ (" + std::to_string(rows_ - got_) + " rows, clock " +
+                              ClockText(clock_) + ")");
+}
+
+}  // namespace serene::client

@@ -1,0 +1,61 @@
+// PullOp: READ every row of the model at the rank's current clock.
+//
+// READs are pipelined: at most `window` in flight, each retransmitted when
+// its timeout (the round-trip estimate, doubling per attempt) expires, or at
+// once when three later requests were answered before it (fast retransmit:
+// reordering alone rarely passes a request three times). A retransmitted row
+// moves to the back of the send order. Round trips are sampled from replies
+// to requests sent once (Karn). Progress: every new row.
+//
+// It ends when every row arrived, or when the switch refuses a READ: evicted
+// (the client joins again and pulls at its new clock), not_joined (the switch
+// lost the rank: restarted), or any other code (an error).
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "client/operation.h"
+#include "client/rank_state.h"
+
+namespace serene::client {
+
+class PullOp final : public Operation {
+ public:
+  enum class End { kPulled, kEvicted, kNotJoined };
+
+  // Writes the rows into `model` (info.elements values).
+  PullOp(Transport& t, const RankState& rank, std::span<int32_t> model, ClientStats* stats);
+
+  Status Start() override;
+  Reply OnReply(const proto::PacketView& v) override;
+  SteadyClock::time_point NextTimer() const override;
+  Status OnTimer(SteadyClock::time_point now) override;
+  Status Stalled(bool switch_silent) const override;
+
+  // REQUIRES: outcome() is OK.
+  End end() const { return end_; }
+
+ private:
+  static constexpr uint8_t kIdle = 0, kInFlight = 1, kDone = 2;
+
+  Transport& t_;
+  ClientStats* stats_;
+  const uint32_t clock_;
+  const uint32_t rows_;
+  const uint32_t row_width_;
+  const uint64_t elements_;
+  std::span<int32_t> model_;
+  End end_ = End::kPulled;
+
+  uint32_t next_ = 0;  // next row never sent
+  uint32_t got_ = 0;   // rows received
+  std::vector<uint8_t> state_;
+  std::vector<SteadyClock::time_point> sent_;
+  std::vector<uint32_t> attempts_;
+  std::vector<uint32_t> overtaken_;  // later replies seen while in flight
+  std::vector<uint32_t> in_flight_;  // rows in send order
+  std::vector<uint32_t> resent_;     // scratch
+};
+
+}  // namespace serene::client

@@ -1,0 +1,91 @@
+#include "client/transport.h"
+
+#include <algorithm>
+
+#include "net/address.h"
+
+namespace serene::client {
+namespace {
+
+constexpr size_t kBatch = 64;
+// Smaller timeouts caused spurious retransmissions under CPU contention.
+constexpr std::chrono::milliseconds kMinRto{10};
+
+}  // namespace
+
+void RttEstimator::Sample(SteadyClock::duration sample) {
+  // RFC 6298: SRTT and RTTVAR with gains 1/8 and 1/4.
+  if (!have_) {
+    srtt_ = sample;
+    rttvar_ = sample / 2;
+    have_ = true;
+    return;
+  }
+  const auto err = sample > srtt_ ? sample - srtt_ : srtt_ - sample;
+  rttvar_ = (3 * rttvar_ + err) / 4;
+  srtt_ = (7 * srtt_ + sample) / 8;
+}
+
+SteadyClock::duration RttEstimator::Rto(uint32_t attempts) const {
+  // Before the first sample: the initial timeout. Then SRTT + 4 RTTVAR, at
+  // least kMinRto, doubling per attempt up to the maximum.
+  auto t = have_ ? std::max<SteadyClock::duration>(srtt_ + 4 * rttvar_, kMinRto)
+                 : std::chrono::duration_cast<SteadyClock::duration>(initial_);
+  const auto cap = std::chrono::duration_cast<SteadyClock::duration>(max_);
+  for (uint32_t i = 0; i < attempts && t < cap; ++i) t *= 2;
+  return std::min(t, cap);
+}
+
+Transport::Transport(const ClientOptions& options, net::UdpSocket socket,
+                     proto::Endpoint switch_ep, ClientStats* stats)
+    : options_(options),
+      socket_(std::move(socket)),
+      switch_ep_(switch_ep),
+      switch_name_(net::FormatEndpoint(switch_ep)),
+      stats_(stats),
+      recv_(kBatch),
+      send_(kBatch),
+      send_arena_(kBatch * proto::PacketSize(proto::kMaxValues)),
+      last_heard_(SteadyClock::now()),
+      rtt_(options.initial_timeout, options.max_timeout) {}
+
+std::string Transport::local_address() const { return net::FormatEndpoint(socket_.local()); }
+
+Status Transport::Queue(proto::Op op, uint32_t clock, uint32_t row, uint16_t f,
+                        std::span<const int32_t> values) {
+  const size_t size = proto::PacketSize(values.size());
+  if (send_.full() || send_used_ + size > send_arena_.size()) {
+    Status s = Flush();
+    if (!s.ok()) return s;
+  }
+  proto::Header h;
+  h.op = op;
+  h.job = options_.job;
+  h.worker = static_cast<uint16_t>(options_.rank);
+  h.key = options_.key;
+  h.clock = clock;
+  h.row = row;
+  h.flags = f;
+  uint8_t* p = send_arena_.data() + send_used_;
+  proto::Encode(h, values, p);
+  send_used_ += size;
+  send_.Add(switch_ep_, {p, size});
+  ++stats_->packets_sent;
+  return Status::Ok();
+}
+
+Status Transport::Flush() {
+  if (send_.empty()) return Status::Ok();
+  net::SendResult r = socket_.Send(&send_);
+  send_.Clear();
+  send_used_ = 0;
+  if (r.sent == 0 && r.failed > 0) return r.error;
+  return Status::Ok();
+}
+
+Status Transport::Send(proto::Op op, uint32_t clock, uint32_t row, uint16_t f) {
+  Status s = Queue(op, clock, row, f, {});
+  return s.ok() ? Flush() : s;
+}
+
+}  // namespace serene::client

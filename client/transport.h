@@ -1,0 +1,114 @@
+// Transport: a rank's UDP socket towards the switch — batched sends, filtered
+// receives and the round-trip estimate every retransmission timer uses.
+//
+// Requests are encoded into a send batch (Queue) and leave with one sendmmsg
+// (Flush). Receive() hands the operation only the replies of this job, rank
+// and key, and notes what every reply says about the job (FINISHED,
+// SATURATED) and when the switch was last heard.
+//
+// Not thread-safe: one per Client.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "include/serene/client.h"
+#include "net/udp_socket.h"
+#include "proto/codec.h"
+#include "proto/endpoint.h"
+
+namespace serene::client {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// RFC 6298 round-trip estimate with exponential backoff per attempt.
+class RttEstimator {
+ public:
+  RttEstimator(std::chrono::milliseconds initial, std::chrono::milliseconds max)
+      : initial_(initial), max_(max) {}
+
+  void Sample(SteadyClock::duration sample);
+  // The timeout after `attempts` retransmissions of one request.
+  SteadyClock::duration Rto(uint32_t attempts) const;
+
+ private:
+  std::chrono::milliseconds initial_;
+  std::chrono::milliseconds max_;
+  bool have_ = false;
+  SteadyClock::duration srtt_{0};
+  SteadyClock::duration rttvar_{0};
+};
+
+class Transport {
+ public:
+  Transport(const ClientOptions& options, net::UdpSocket socket, proto::Endpoint switch_ep,
+            ClientStats* stats);
+
+  // Encodes a request into the send batch, flushing first when it is full.
+  Status Queue(proto::Op op, uint32_t clock, uint32_t row, uint16_t flags,
+               std::span<const int32_t> values);
+  Status Flush();
+  // Queue + Flush.
+  Status Send(proto::Op op, uint32_t clock, uint32_t row, uint16_t flags);
+
+  // Receives for at most `timeout` and calls handle(view) for every reply of
+  // this job and rank; stops early when handle returns true.
+  template <typename Handler>
+  Status Receive(SteadyClock::duration timeout, Handler&& handle);
+
+  // The last Receive filled its batch: more datagrams may be queued.
+  bool backlog() const { return backlog_; }
+  SteadyClock::time_point last_heard() const { return last_heard_; }
+  bool finished() const { return finished_; }
+  bool saturated() const { return saturated_; }
+
+  RttEstimator& rtt() { return rtt_; }
+  const std::string& switch_name() const { return switch_name_; }
+  std::string local_address() const;
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  const ClientOptions& options_;
+  net::UdpSocket socket_;
+  proto::Endpoint switch_ep_;
+  std::string switch_name_;
+  ClientStats* stats_;
+  net::RecvBatch recv_;
+  net::SendBatch send_;
+  std::vector<uint8_t> send_arena_;
+  size_t send_used_ = 0;
+  bool backlog_ = false;
+  SteadyClock::time_point last_heard_;
+  bool finished_ = false;
+  bool saturated_ = false;
+  RttEstimator rtt_;
+};
+
+template <typename Handler>
+Status Transport::Receive(SteadyClock::duration timeout, Handler&& handle) {
+  if (timeout < SteadyClock::duration::zero()) timeout = SteadyClock::duration::zero();
+  Result<size_t> n = socket_.Recv(&recv_, timeout);
+  if (!n.ok()) return n.status();
+  backlog_ = *n == recv_.capacity();
+  for (size_t i = 0; i < *n; ++i) {
+    proto::PacketView v;
+    auto data = recv_.data(i);
+    if (recv_.truncated(i) ||
+        proto::Decode(data.data(), data.size(), &v) != proto::ParseError::kOk) {
+      continue;
+    }
+    const proto::Header& h = v.header;
+    if (h.job != options_.job || h.worker != options_.rank || h.key != options_.key) continue;
+    ++stats_->packets_received;
+    last_heard_ = SteadyClock::now();
+    if (h.flags & proto::flags::kFinished) finished_ = true;
+    if (h.flags & proto::flags::kSaturated) saturated_ = true;
+    if (handle(v)) break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace serene::client

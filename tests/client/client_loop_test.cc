@@ -1,0 +1,261 @@
+// The client's waiting, case by case, against a scripted switch
+// (fake_switch.h): each test reproduces a way a wait used to go wrong — a
+// reply taken for another request's, a loop with no way out, a clock going
+// backwards — and checks the one deadline rule and the recovery paths.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "fake_switch.h"
+#include "serene/client.h"
+
+namespace serene {
+namespace {
+
+using proto::ErrorCode;
+using proto::Op;
+using testing::FakeSwitch;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kIncarnation = 7;
+constexpr uint32_t kKey = 0xABC;
+
+ClientOptions Options(const FakeSwitch& sw, uint32_t rank,
+                      std::chrono::milliseconds deadline = std::chrono::milliseconds(1500)) {
+  ClientOptions o;
+  o.switch_address = sw.address();
+  o.job = 1;
+  o.key = kKey;
+  o.rank = rank;
+  o.deadline = deadline;
+  return o;
+}
+
+std::unique_ptr<Client> Joined(const FakeSwitch& sw, uint32_t rank,
+                               std::chrono::milliseconds deadline = std::chrono::milliseconds(1500)) {
+  auto c = Client::Connect(Options(sw, rank, deadline));
+  EXPECT_TRUE(c.ok());
+  auto info = (*c)->Join();
+  EXPECT_TRUE(info.ok()) << info.status().message();
+  return std::move(*c);
+}
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+TEST(ClientLoop, AnErrorForALateReadIsNotARefusalOfTheClock) {
+  // The rank is in clock 5. While it waits after CLOCK(5), a late READ of
+  // clock 5 is refused as bad_clock: that ERROR names READ, not CLOCK.
+  FakeSwitch sw(2, 10, 5, [](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op == Op::kJoin) reply.JoinAck(r, 4, kIncarnation);
+    if (r.header.op == Op::kClock && r.header.clock == 5) {
+      reply.Error(r, ErrorCode::kBadClock, Op::kRead, 5, 1);
+      reply.Release(r, 5, 5, 5);
+    }
+  });
+  auto c = Joined(sw, 1);
+  auto released = c->Clock();
+  ASSERT_TRUE(released.ok()) << released.status().message();
+  EXPECT_EQ(released->clock, 5u);
+  EXPECT_EQ(c->clock(), 6u);
+}
+
+TEST(ClientLoop, ASwitchThatKeepsNackingEndsTheWaitWithinTheDeadline) {
+  // The switch never counts this rank's INCs (it refuses them) and NACKs
+  // every CLOCK: the client re-sends, then gives up with a message saying so.
+  FakeSwitch sw(2, 10, 5, [](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op == Op::kJoin) reply.JoinAck(r, 4, kIncarnation);
+    if (r.header.op == Op::kClock) reply.Send(r, Op::kNack, r.header.clock, r.header.row, 0, {0});
+  });
+  auto c = Joined(sw, 1);
+  ASSERT_TRUE(c->PushFixed(std::vector<int32_t>(10, 1)).ok());
+  const auto start = Clock::now();
+  auto released = c->Clock();
+  ASSERT_FALSE(released.ok());
+  EXPECT_EQ(released.status().code(), Status::Code::kDeadlineExceeded);
+  EXPECT_NE(released.status().message().find("kept NACKing CLOCK 5"), std::string::npos)
+      << released.status().message();
+  EXPECT_LT(Seconds(Clock::now() - start), 1.5 + 2.0);
+  EXPECT_GT(sw.Count(Op::kInc), 10u) << "the rows were re-sent";
+}
+
+TEST(ClientLoop, OnlyRankZeroPushesAtTheSeedingClock) {
+  FakeSwitch sw(2, 10, 5, [](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op == Op::kJoin) reply.JoinAck(r, proto::kNoClock, kIncarnation);
+  });
+  auto c = Joined(sw, 1);
+  Status s = c->PushFixed(std::vector<int32_t>(10, 1));
+  EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("only rank 0"), std::string::npos) << s.message();
+  EXPECT_EQ(sw.Count(Op::kInc), 0u) << "nothing sent";
+}
+
+TEST(ClientLoop, ADelayedJoinAckBehindTheRankIsIgnored) {
+  // A probe's reply from long ago says done = 3; the rank is in clock 10.
+  // Same incarnation: a delayed reply, not a rejoin, and the clock never
+  // goes backwards.
+  FakeSwitch sw(2, 10, 5, [](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op == Op::kJoin) reply.JoinAck(r, 9, kIncarnation);
+    if (r.header.op == Op::kClock && r.header.clock == 10) {
+      reply.JoinAck(r, 3, kIncarnation);
+      reply.Release(r, 10, 10, 10);
+    }
+  });
+  auto c = Joined(sw, 1);
+  auto released = c->Clock();
+  ASSERT_TRUE(released.ok()) << released.status().message();
+  EXPECT_EQ(released->clock, 10u);
+  EXPECT_FALSE(released->rejoined);
+  EXPECT_EQ(c->clock(), 11u);
+}
+
+// A switch that restarts while rank 0 waits after CLOCK(5): it no longer
+// knows the rank (not_joined), and its job is a new incarnation at clock 0.
+struct RestartScript {
+  std::mutex mu;
+  bool restarted = false;
+  std::vector<int32_t> seed;  // what rank 0 INC'd at clock 0 after the restart
+  bool released0 = false;
+
+  void Handle(const FakeSwitch::Request& r, FakeSwitch::Replier& reply, const FakeSwitch& sw) {
+    std::lock_guard lock(mu);
+    switch (r.header.op) {
+      case Op::kJoin:
+        if (restarted) {
+          reply.JoinAck(r, released0 ? 0 : proto::kNoClock, kIncarnation + 1);
+        } else {
+          reply.JoinAck(r, 4, kIncarnation);
+        }
+        break;
+      case Op::kRead: reply.ReadReply(r, 42); break;
+      case Op::kClock:
+        if (!restarted) {
+          restarted = true;  // the old switch dies with this CLOCK
+          reply.Error(r, ErrorCode::kNotJoined, Op::kClock, r.header.clock);
+        } else if (r.header.clock == 0 && seed.size() == sw.elements()) {
+          released0 = true;
+          reply.Release(r, 0, 0, 0);
+        } else if (r.header.clock == 0) {
+          reply.Send(r, Op::kNack, 0, r.header.row, 0, {0});
+        }
+        break;
+      case Op::kInc:
+        if (restarted && r.header.clock == 0) {
+          const size_t begin = size_t{r.header.row} * sw.row_width();
+          if (seed.size() < begin + r.values.size()) seed.resize(begin + r.values.size());
+          std::copy(r.values.begin(), r.values.end(), seed.begin() + begin);
+        }
+        break;
+      default: break;
+    }
+  }
+};
+
+TEST(ClientLoop, RankZeroReSeedsASwitchThatLostTheJobWithTheNewestModelItPulled) {
+  RestartScript script;
+  FakeSwitch* self = nullptr;
+  FakeSwitch sw(1, 10, 4, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    script.Handle(r, reply, *self);
+  });
+  self = &sw;
+  auto c = Joined(sw, 0);
+  std::vector<int32_t> model(10);
+  ASSERT_TRUE(c->PullFixed(model).ok());
+  EXPECT_EQ(model, std::vector<int32_t>(10, 42));
+  ASSERT_TRUE(c->PushFixed(std::vector<int32_t>(10, 1)).ok());
+  auto released = c->Clock();
+  ASSERT_TRUE(released.ok()) << released.status().message();
+  EXPECT_TRUE(released->switch_restarted);
+  EXPECT_EQ(released->clock, 0u) << "the clock started again";
+  EXPECT_EQ(c->clock(), 1u);
+  EXPECT_EQ(c->info().incarnation, kIncarnation + 1);
+  EXPECT_EQ(c->stats().switch_restarts, 1u);
+  std::lock_guard lock(script.mu);
+  EXPECT_EQ(script.seed, std::vector<int32_t>(10, 42)) << "re-seeded with the pulled model";
+}
+
+TEST(ClientLoop, AnotherRankLearnsOfALostJobFromAProbeAndCompletesClockZeroAgain) {
+  // Rank 1 waits after CLOCK(5) (no reply: the barrier holds it); its probe's
+  // JOIN_ACK shows a new incarnation at clock -1.
+  std::atomic<bool> restarted{false};
+  FakeSwitch sw(2, 10, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op == Op::kJoin) {
+      if (restarted) {
+        reply.JoinAck(r, proto::kNoClock, kIncarnation + 1);
+      } else {
+        reply.JoinAck(r, 4, kIncarnation);
+      }
+    }
+    if (r.header.op == Op::kClock && r.header.clock == 5) restarted = true;
+    if (r.header.op == Op::kClock && r.header.clock == 0 && restarted) reply.Release(r, 0, 0, 0);
+  });
+  auto c = Joined(sw, 1, std::chrono::milliseconds(2000));
+  auto released = c->Clock();
+  ASSERT_TRUE(released.ok()) << released.status().message();
+  EXPECT_TRUE(released->switch_restarted);
+  EXPECT_EQ(c->clock(), 1u);
+  EXPECT_EQ(sw.Count(Op::kInc), 0u) << "only rank 0 re-seeds";
+}
+
+TEST(ClientLoop, JoinWaitsWhileTheRankIsStillBoundElsewhereThenSucceeds) {
+  const auto start = Clock::now();
+  FakeSwitch sw(2, 10, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op != Op::kJoin) return;
+    if (Clock::now() - start < std::chrono::milliseconds(400)) {
+      reply.Error(r, static_cast<ErrorCode>(11), Op::kJoin, 0);  // rank_in_use
+    } else {
+      reply.JoinAck(r, 4, kIncarnation);
+    }
+  });
+  auto c = Client::Connect(Options(sw, 1));
+  ASSERT_TRUE(c.ok());
+  auto info = (*c)->Join();
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  EXPECT_GT(sw.Count(Op::kJoin), 1u);
+}
+
+TEST(ClientLoop, JoinOfARankBoundElsewhereFailsWithinTheDeadlineSayingWhy) {
+  FakeSwitch sw(2, 10, 5, [](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op == Op::kJoin) reply.Error(r, static_cast<ErrorCode>(11), Op::kJoin, 0);
+  });
+  auto c = Client::Connect(Options(sw, 1));
+  ASSERT_TRUE(c.ok());
+  const auto start = Clock::now();
+  auto info = (*c)->Join();
+  ASSERT_FALSE(info.ok());
+  EXPECT_NE(info.status().message().find("still live"), std::string::npos)
+      << info.status().message();
+  EXPECT_LT(Seconds(Clock::now() - start), 1.5 + 2.0);
+}
+
+TEST(ClientLoop, ASilentSwitchFailsEveryCallWithinTheDeadline) {
+  FakeSwitch sw(2, 10, 5, [](const FakeSwitch::Request&, FakeSwitch::Replier&) {});
+  auto c = Client::Connect(Options(sw, 1));
+  ASSERT_TRUE(c.ok());
+  const auto start = Clock::now();
+  auto info = (*c)->Join();
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.status().code(), Status::Code::kDeadlineExceeded);
+  EXPECT_NE(info.status().message().find("did not answer JOIN"), std::string::npos);
+  EXPECT_LT(Seconds(Clock::now() - start), 1.5 + 2.0);
+}
+
+TEST(ClientLoop, ASwitchThatDiesDuringAPullIsReportedWithinTheDeadline) {
+  std::atomic<int> reads{0};
+  FakeSwitch sw(2, 20, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op == Op::kJoin) reply.JoinAck(r, 4, kIncarnation);
+    if (r.header.op == Op::kRead && reads++ < 2) reply.ReadReply(r, 1);  // then silence
+  });
+  auto c = Joined(sw, 1);
+  std::vector<int32_t> model(20);
+  const auto start = Clock::now();
+  Status s = c->PullFixed(model);
+  EXPECT_EQ(s.code(), Status::Code::kDeadlineExceeded) << s.message();
+  EXPECT_NE(s.message().find("did not answer READ (2 rows, clock 5)"), std::string::npos)
+      << s.message();
+  EXPECT_LT(Seconds(Clock::now() - start), 1.5 + 2.0);
+  EXPECT_GT(c->stats().read_retransmits, 0u);
+}
+
+}  // namespace
+}  // namespace serene
