@@ -90,6 +90,9 @@ v1::Job JobToProto(const dataplane::JobConfig& c) {
   j.set_key(c.key);
   *j.mutable_policy() = RuleToProto(c.policy);
   j.set_evict_after_ms(c.evict_after_ms);
+  for (size_t i = 0; i < c.allow.size; ++i) {
+    j.add_allow(dataplane::FormatSourcePrefix(c.allow.prefixes[i]));
+  }
   return j;
 }
 
@@ -139,6 +142,17 @@ Result<dataplane::JobConfig> JobFromProto(const v1::Job& job) {
                  "expected 0.." + std::to_string(dataplane::kMaxEvictAfterMs) + " (0 = never)");
     }
     c.evict_after_ms = job.evict_after_ms();
+  }
+  if (job.allow_size() > static_cast<int>(dataplane::kMaxAllowPrefixes)) {
+    return Bad("job.allow", std::to_string(job.allow_size()) + " prefixes",
+               "at most " + std::to_string(dataplane::kMaxAllowPrefixes) + " per job");
+  }
+  for (int i = 0; i < job.allow_size(); ++i) {
+    const std::string field = "job.allow[" + std::to_string(i) + "]";
+    auto prefix = dataplane::ParseSourcePrefix(job.allow(i));
+    if (!prefix.ok()) return Status::InvalidArgument(field + ": " + prefix.status().message());
+    Status added = c.allow.Add(*prefix);
+    if (!added.ok()) return Status::InvalidArgument(field + ": " + added.message());
   }
   Status s = c.Validate();
   if (!s.ok()) return Status::InvalidArgument(s.message());

@@ -46,12 +46,12 @@ bool Eligible(const JobState& job, const Order& order, uint32_t done) {
   return true;
 }
 
-void SendRelease(JobState& job, uint32_t worker, Output* out) {
+void SendRelease(JobState& job, uint32_t worker, const proto::Endpoint& src, Output* out) {
   const WorkerRegs& w = job.workers[worker];
   const int32_t values[proto::release::kCount] = {
       static_cast<int32_t>(w.release_epoch), static_cast<int32_t>(job.low_all),
       static_cast<int32_t>(job.high)};
-  EmitReply(job, w.addr, proto::Op::kRelease, worker, w.done, 0, 0, values, out);
+  EmitReply(job, w.addr, src, proto::Op::kRelease, worker, w.done, 0, 0, values, out);
 }
 
 }  // namespace
@@ -121,12 +121,14 @@ uint32_t ReleaseEligible(JobState& job, Timestamp now, Output* out) {
     ++w.counters.releases;
     ++job.counters.releases;
     if (proto::ClockDiff(w.done, job.max_released) > 0) job.max_released = w.done;
-    SendRelease(job, i, out);
+    SendRelease(job, i, w.local, out);  // from the address the rank's JOIN reached
     ++released;
   }
   return released;
 }
 
-void EmitRelease(JobState& job, uint32_t worker, Output* out) { SendRelease(job, worker, out); }
+void EmitRelease(JobState& job, uint32_t worker, const proto::Endpoint& src, Output* out) {
+  SendRelease(job, worker, src, out);
+}
 
 }  // namespace serene::dataplane

@@ -32,7 +32,8 @@ void CompleteClock(JobState& job, uint32_t worker, uint32_t clock, Timestamp now
 uint32_t ReleaseEligible(JobState& job, Timestamp now, Output* out);
 
 // Sends RELEASE for `worker`'s last completed clock again (a retransmitted
-// CLOCK of a released rank), with the epoch it was judged by.
-void EmitRelease(JobState& job, uint32_t worker, Output* out);
+// CLOCK of a released rank), with the epoch it was judged by, from `src`
+// (the address the CLOCK reached).
+void EmitRelease(JobState& job, uint32_t worker, const proto::Endpoint& src, Output* out);
 
 }  // namespace serene::dataplane

@@ -21,6 +21,9 @@ inline constexpr uint64_t Elapsed(Timestamp then, Timestamp now) {
 
 inline constexpr size_t kMaxWorkers = 256;           // ranks per job (waiting set = 256-bit bitmap)
 inline constexpr size_t kMaxJobs = 1024;             // concurrent jobs
+// Source prefixes in a job's allow-list (JobConfig::allow): a fixed table, so
+// the source check is bounded work per packet.
+inline constexpr size_t kMaxAllowPrefixes = 8;
 inline constexpr uint32_t kMaxRowWidth = 16368;      // values per row: one 64 KiB datagram
 inline constexpr uint32_t kDefaultRowWidth = 256;    // fits a 1500-byte MTU
 inline constexpr uint64_t kMaxElements = 1ull << 31;  // 2 Gi int32 per job

@@ -25,6 +25,9 @@ std::string_view DropReasonName(DropReason r) {
     case DropReason::kIncSeedNotRank0: return "inc_seed_not_rank0";
     case DropReason::kClockEarly: return "clock_early";
     case DropReason::kClockWaiting: return "clock_waiting";
+    case DropReason::kRankInUse: return "rank_in_use";
+    case DropReason::kFinishNotLive: return "finish_not_live";
+    case DropReason::kSourceNotAllowed: return "source_not_allowed";
     case DropReason::kCount_: break;
   }
   return "unknown";

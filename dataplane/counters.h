@@ -20,8 +20,10 @@ enum class Verdict : uint8_t {
   kDropped,   // dropped silently (bad packet, stranger, INC refused), nothing changed
 };
 
-// Why a packet was dropped or refused. kNone for packets that were served.
-// Packets failing magic/version/op/length are counted as proto::ParseError.
+// Why a packet was dropped or refused. kNone for packets that were served
+// (except kFinishNotLive: the LEAVE is served, only its FINISHED flag is
+// ignored). Packets failing magic/version/op/length are counted as
+// proto::ParseError.
 enum class DropReason : uint8_t {
   kNone = 0,
   kParse,           // see the ParseError counters
@@ -44,6 +46,9 @@ enum class DropReason : uint8_t {
   kIncSeedNotRank0, // INC at clock 0 from a rank other than 0
   kClockEarly,      // CLOCK for the next clock while still waiting
   kClockWaiting,    // retransmitted CLOCK while waiting (no reply, by design)
+  kRankInUse,       // JOIN from another address while the rank is bound and live
+  kFinishNotLive,   // LEAVE with FINISHED from a rank not live: answered, FINISHED ignored
+  kSourceNotAllowed, // source outside the job's allow-list: dropped silently
   kCount_,
 };
 inline constexpr size_t kNumDropReasons = static_cast<size_t>(DropReason::kCount_);

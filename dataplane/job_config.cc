@@ -57,6 +57,9 @@ Status JobConfig::Validate() const {
   if (policy.quorum == 0) {
     return Status::InvalidArgument("job " + std::to_string(id) + ": quorum must be at least 1");
   }
+  if (Status s = allow.Validate(); !s.ok()) {
+    return Status::InvalidArgument("job " + std::to_string(id) + ": " + s.message());
+  }
   return Status::Ok();
 }
 
@@ -67,7 +70,7 @@ Result<JobConfig> JobConfig::ParseSpec(std::string_view spec) {
     return Status::InvalidArgument(
         "bad job spec '" + std::string(spec) + "': " + why +
         " (expected id=J,workers=N,elements=E[,row=R][,scale=2^B][,key=K][,evict_after=D]"
-        "[,policy=P])");
+        "[,allow=PREFIX[;PREFIX...]][,policy=P])");
   };
   size_t start = 0;
   while (start <= spec.size()) {
@@ -116,6 +119,10 @@ Result<JobConfig> JobConfig::ParseSpec(std::string_view spec) {
                    "500ms (0 = never)");
       }
       c.evict_after_ms = static_cast<uint32_t>(ns / 1'000'000);
+    } else if (key == "allow") {
+      auto list = SourceAllowList::Parse(val);
+      if (!list.ok()) return bad(list.status().message());
+      c.allow = *list;
     } else if (key == "policy") {
       // The general form "window=W,quorum=K,lag=L" has commas of its own: it
       // takes the rest of the spec, so it must come last.
@@ -143,6 +150,7 @@ std::string JobConfig::ToString() const {
          ",elements=" + std::to_string(elements) + ",row=" + std::to_string(row_width) +
          ",scale=2^" + std::to_string(scale_log2) +
          ",evict_after=" + serene::FormatDuration(uint64_t{evict_after_ms} * 1'000'000) +
+         (allow.empty() ? std::string() : ",allow=" + allow.ToString()) +
          ",policy=" + policy.ToString();
 }
 

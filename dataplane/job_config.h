@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "dataplane/barrier_params.h"
 #include "dataplane/consts.h"
+#include "dataplane/source_filter.h"
 
 namespace serene::dataplane {
 
@@ -24,6 +25,10 @@ struct JobConfig {
   // The daemon (not the pure pipeline) evicts a joined rank whose last packet
   // is older than this, so its peers are not held forever; 0 = never.
   uint32_t evict_after_ms = kDefaultEvictAfterMs;
+  // Sources that may send this job's packets (a fixed table of at most
+  // kMaxAllowPrefixes prefixes); empty = any source. Others are dropped
+  // silently right after the key check (source_not_allowed).
+  SourceAllowList allow;
 
   uint32_t rows() const { return static_cast<uint32_t>((elements + row_width - 1) / row_width); }
   // Number of values in row r (the last row may be short). REQUIRES: r < rows().
@@ -35,10 +40,11 @@ struct JobConfig {
   // Checks every bound; the message names the field, the value and the range.
   Status Validate() const;
 
-  // Parses "id=J,workers=N,elements=E[,row=R][,scale=S][,key=K][,evict_after=D][,policy=P]".
-  // S is a power of two written 2^B or in full (16777216); K is decimal or 0x-hex;
-  // D a duration (10s, 500ms; 0 = never); P is a BarrierParams strategy (sync,
-  // ssp:W, async, quorum:K:L).
+  // Parses "id=J,workers=N,elements=E[,row=R][,scale=S][,key=K][,evict_after=D]
+  // [,allow=A][,policy=P]". S is a power of two written 2^B or in full
+  // (16777216); K is decimal or 0x-hex; D a duration (10s, 500ms; 0 = never);
+  // A source prefixes separated by ';' (10.0.0.0/8;fd00::/8); P is a
+  // BarrierParams strategy (sync, ssp:W, async, quorum:K:L).
   static Result<JobConfig> ParseSpec(std::string_view spec);
   std::string ToString() const;
 };

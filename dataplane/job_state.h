@@ -45,7 +45,12 @@ struct WorkerRegs {
   uint64_t iter_ns = 0;          // EWMA of the time between two completed clocks
   uint64_t work_ns = 0;          // EWMA of RELEASE -> next CLOCK: the rank's own step time
   uint64_t last_work_ns = 0;     // the last such sample
-  proto::Endpoint addr;          // learned at JOIN
+  proto::Endpoint addr;          // learned at JOIN: the rank's address
+  // The switch's address the rank's JOIN reached (learned with `addr`):
+  // RELEASEs no request of the rank asked for leave from it, so a worker on
+  // a multi-homed switch hears from the address it talks to. Invalid when
+  // the caller does not know it (Process without a local address).
+  proto::Endpoint local;
   WorkerCounters counters;
 };
 

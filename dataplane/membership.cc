@@ -15,9 +15,17 @@ DropReason CheckSender(const JobState& job, const proto::Header& h, const proto:
   return DropReason::kNone;
 }
 
-void Join(JobState& job, uint32_t worker, const proto::Endpoint& src, Timestamp now, Output* out) {
+DropReason CheckJoin(const JobState& job, uint32_t worker, const proto::Endpoint& src) {
+  const WorkerRegs& w = job.workers[worker];
+  if (w.joined && w.live && !(w.addr == src)) return DropReason::kRankInUse;
+  return DropReason::kNone;
+}
+
+void Join(JobState& job, uint32_t worker, const proto::Endpoint& src, const proto::Endpoint& local,
+          Timestamp now, Output* out) {
   WorkerRegs& w = job.workers[worker];
   w.addr = src;
+  w.local = local;
   w.joined = true;
   ++w.counters.joins;
   if (!w.live) {
@@ -52,7 +60,7 @@ void Join(JobState& job, uint32_t worker, const proto::Endpoint& src, Timestamp 
       static_cast<int32_t>(job.incarnation),
   };
   const uint16_t f = w.released ? 0 : proto::flags::kWaiting;
-  EmitReply(job, src, proto::Op::kJoinAck, worker, w.done, 0, f, values, out);
+  EmitReply(job, src, local, proto::Op::kJoinAck, worker, w.done, 0, f, values, out);
 }
 
 void RemoveFromBarrier(JobState& job, uint32_t worker, Timestamp now, Output* out) {

@@ -11,9 +11,9 @@ Output Output::ForBatch(size_t batch) {
   return Output(batch * kMaxEmitPackets, batch * kMaxEmitBytes);
 }
 
-uint8_t* Output::Append(const proto::Endpoint& dst, size_t size) {
+uint8_t* Output::Append(const proto::Endpoint& dst, const proto::Endpoint& src, size_t size) {
   if (count_ == packets_.size() || used_ + size > arena_.size()) return nullptr;
-  packets_[count_] = Packet{dst, static_cast<uint32_t>(used_), static_cast<uint32_t>(size)};
+  packets_[count_] = Packet{dst, src, static_cast<uint32_t>(used_), static_cast<uint32_t>(size)};
   uint8_t* p = arena_.data() + used_;
   ++count_;
   used_ += size;

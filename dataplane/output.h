@@ -19,6 +19,11 @@ class Output {
  public:
   struct Packet {
     proto::Endpoint dst;
+    // The switch's address to send from: the address the request reached
+    // (replies) or the one the rank's JOIN reached (RELEASEs for other
+    // ranks). Invalid when unknown: the sender's socket (or the kernel's
+    // routing) decides.
+    proto::Endpoint src;
     uint32_t offset;  // into the arena
     uint32_t size;
   };
@@ -33,9 +38,11 @@ class Output {
   Output(Output&&) = default;
   Output& operator=(Output&&) = default;
 
-  // Reserves `size` bytes for a packet to `dst` and returns where to write it,
-  // or nullptr when full (the caller must ensure room beforehand: see HasRoomFor).
-  uint8_t* Append(const proto::Endpoint& dst, size_t size);
+  // Reserves `size` bytes for a packet to `dst`, to be sent from `src`
+  // (invalid: any), and returns where to write it, or nullptr when full (the
+  // caller must ensure room beforehand: see HasRoomForProcess).
+  uint8_t* Append(const proto::Endpoint& dst, const proto::Endpoint& src, size_t size);
+  uint8_t* Append(const proto::Endpoint& dst, size_t size) { return Append(dst, {}, size); }
 
   // True if one more worst-case Process() call fits.
   bool HasRoomForProcess() const;

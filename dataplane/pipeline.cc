@@ -40,7 +40,7 @@ std::shared_ptr<JobState> Pipeline::Find(uint16_t job) const {
 }
 
 ProcessResult Pipeline::Process(std::span<const uint8_t> datagram, const proto::Endpoint& src,
-                                Timestamp now, Output* out) {
+                                const proto::Endpoint& local, Timestamp now, Output* out) {
   globals_.packets.fetch_add(1, std::memory_order_relaxed);
 
   // Parse: magic, version, op and length before anything touches state.
@@ -68,15 +68,22 @@ ProcessResult Pipeline::Process(std::span<const uint8_t> datagram, const proto::
     ++job->counters.drops[static_cast<size_t>(DropReason::kBadKey)];
     return {Verdict::kDropped, DropReason::kBadKey};
   }
+  // Source filter: the job's allow-list (at most kMaxAllowPrefixes prefixes;
+  // empty = any source). A packet from elsewhere is dropped silently, before
+  // any stage reads or writes the job's registers.
+  if (!job->config.allow.Allows(src)) {
+    ++job->counters.drops[static_cast<size_t>(DropReason::kSourceNotAllowed)];
+    return {Verdict::kDropped, DropReason::kSourceNotAllowed};
+  }
   ++job->counters.rx_by_op[static_cast<size_t>(h.op)];
 
   // Per-op stages: membership, aggregation table, barrier.
   switch (h.op) {
-    case proto::Op::kJoin: return HandleJoin(*job, pkt, src, now, out);
-    case proto::Op::kRead: return HandleRead(*job, pkt, src, now, out);
+    case proto::Op::kJoin: return HandleJoin(*job, pkt, src, local, now, out);
+    case proto::Op::kRead: return HandleRead(*job, pkt, src, local, now, out);
     case proto::Op::kInc: return HandleInc(*job, pkt, src, now);
-    case proto::Op::kClock: return HandleClock(*job, pkt, src, now, out);
-    case proto::Op::kLeave: return HandleLeave(*job, pkt, src, now, out);
+    case proto::Op::kClock: return HandleClock(*job, pkt, src, local, now, out);
+    case proto::Op::kLeave: return HandleLeave(*job, pkt, src, local, now, out);
     default: break;
   }
   return {Verdict::kDropped, DropReason::kNotRequest};
@@ -203,6 +210,7 @@ Result<JobTelemetry> Pipeline::Telemetry(uint16_t job) const {
     wt.work_ns = w.work_ns;
     wt.last_work_ns = w.last_work_ns;
     wt.addr = w.addr;
+    wt.local = w.local;
     wt.counters = w.counters;
   }
   return t;

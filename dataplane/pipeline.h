@@ -1,8 +1,9 @@
 // Pipeline: the Serene switch data plane, a pure function over switch state.
 //
-//   Process(datagram, source, now, out) -> ProcessResult
+//   Process(datagram, source, local, now, out) -> ProcessResult
 //
-// parses and authenticates a packet, runs it through the stages (membership,
+// parses and authenticates a packet, checks its source against the job's
+// allow-list, runs it through the stages (membership,
 // aggregation table, barrier) of its job and appends the packets to emit to
 // `out`. It has no sockets, threads or clocks of its own: the same code runs
 // under the UDP daemon, under unit tests with hand-made packets and under a
@@ -43,7 +44,9 @@ struct JobState;
 
 struct ProcessResult {
   Verdict verdict = Verdict::kDropped;
-  DropReason reason = DropReason::kNone;            // for kRefused / kDropped
+  // For kRefused / kDropped; for a served LEAVE whose FINISHED flag was
+  // ignored (the rank was not live), kFinishNotLive.
+  DropReason reason = DropReason::kNone;
   proto::ParseError parse_error = proto::ParseError::kOk;  // for DropReason::kParse
 };
 
@@ -57,10 +60,19 @@ class Pipeline {
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
 
-  // Processes one datagram from `src` received at `now`.
+  // Processes one datagram from `src`, received at `now` on the switch
+  // address `local` (the datagram's destination: with a wildcard bind, what
+  // IP_PKTINFO reported). Replies are emitted from `local`; a JOIN stores it
+  // per rank so that RELEASEs triggered by other ranks or by control
+  // operations leave from the address the rank talks to. An invalid `local`
+  // (the overload without it) means unknown: the daemon's socket decides.
   // REQUIRES: out->HasRoomForProcess().
   ProcessResult Process(std::span<const uint8_t> datagram, const proto::Endpoint& src,
-                        Timestamp now, Output* out);
+                        const proto::Endpoint& local, Timestamp now, Output* out);
+  ProcessResult Process(std::span<const uint8_t> datagram, const proto::Endpoint& src,
+                        Timestamp now, Output* out) {
+    return Process(datagram, src, proto::Endpoint{}, now, out);
+  }
 
   // --- Control operations (the runtime API's back end) ---
 

@@ -9,10 +9,10 @@ uint16_t JobFlags(const JobState& job) {
   return f;
 }
 
-uint8_t* EmitReplyRaw(const JobState& job, const proto::Endpoint& dst, proto::Op op,
-                      uint32_t worker, uint32_t clock, uint32_t row, uint16_t extra_flags,
-                      uint16_t count, Output* out) {
-  uint8_t* p = out->Append(dst, proto::PacketSize(count));
+uint8_t* EmitReplyRaw(const JobState& job, const proto::Endpoint& dst, const proto::Endpoint& src,
+                      proto::Op op, uint32_t worker, uint32_t clock, uint32_t row,
+                      uint16_t extra_flags, uint16_t count, Output* out) {
+  uint8_t* p = out->Append(dst, src, proto::PacketSize(count));
   if (p == nullptr) return nullptr;
   proto::Header h;
   h.op = op;
@@ -27,23 +27,23 @@ uint8_t* EmitReplyRaw(const JobState& job, const proto::Endpoint& dst, proto::Op
   return p + proto::kHeaderSize;
 }
 
-uint8_t* EmitReply(const JobState& job, const proto::Endpoint& dst, proto::Op op,
-                   uint32_t worker, uint32_t clock, uint32_t row, uint16_t extra_flags,
-                   std::span<const int32_t> values, Output* out) {
-  uint8_t* v = EmitReplyRaw(job, dst, op, worker, clock, row, extra_flags,
+uint8_t* EmitReply(const JobState& job, const proto::Endpoint& dst, const proto::Endpoint& src,
+                   proto::Op op, uint32_t worker, uint32_t clock, uint32_t row,
+                   uint16_t extra_flags, std::span<const int32_t> values, Output* out) {
+  uint8_t* v = EmitReplyRaw(job, dst, src, op, worker, clock, row, extra_flags,
                             static_cast<uint16_t>(values.size()), out);
   if (v == nullptr) return nullptr;
   for (size_t i = 0; i < values.size(); ++i) proto::StoreI32(v + i * proto::kValueSize, values[i]);
   return v;
 }
 
-void EmitError(JobState& job, const proto::Endpoint& dst, const proto::Header& req,
-               proto::ErrorCode code, Output* out) {
+void EmitError(JobState& job, const proto::Endpoint& dst, const proto::Endpoint& src,
+               const proto::Header& req, proto::ErrorCode code, Output* out) {
   const int32_t values[proto::error_reply::kCount] = {static_cast<int32_t>(code),
-                                                       static_cast<int32_t>(req.op)};
+                                                      static_cast<int32_t>(req.op)};
   uint16_t extra = 0;
   if (code == proto::ErrorCode::kEvicted) extra |= proto::flags::kEvicted;
-  EmitReply(job, dst, proto::Op::kError, req.worker, req.clock, req.row, extra, values, out);
+  EmitReply(job, dst, src, proto::Op::kError, req.worker, req.clock, req.row, extra, values, out);
   ++job.counters.errors;
   if (req.worker < job.workers.size()) ++job.workers[req.worker].counters.errors;
 }

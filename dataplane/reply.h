@@ -16,21 +16,25 @@ namespace serene::dataplane {
 // Flags every reply of this job carries.
 uint16_t JobFlags(const JobState& job);
 
+// Every Emit takes the switch address to send from, `src`: the address the
+// request reached for a reply, the one the rank's JOIN reached (WorkerRegs::
+// local) for a packet no request of that rank asked for. Invalid: any.
+
 // Appends a reply with `values` to `dst`. Returns the values area (so READ
 // replies can be filled in place) or nullptr if `out` is full.
-uint8_t* EmitReply(const JobState& job, const proto::Endpoint& dst, proto::Op op,
-                   uint32_t worker, uint32_t clock, uint32_t row, uint16_t extra_flags,
-                   std::span<const int32_t> values, Output* out);
+uint8_t* EmitReply(const JobState& job, const proto::Endpoint& dst, const proto::Endpoint& src,
+                   proto::Op op, uint32_t worker, uint32_t clock, uint32_t row,
+                   uint16_t extra_flags, std::span<const int32_t> values, Output* out);
 
 // Appends a reply whose `count` values the caller writes (big-endian) into the
 // returned area. nullptr if `out` is full.
-uint8_t* EmitReplyRaw(const JobState& job, const proto::Endpoint& dst, proto::Op op,
-                      uint32_t worker, uint32_t clock, uint32_t row, uint16_t extra_flags,
-                      uint16_t count, Output* out);
+uint8_t* EmitReplyRaw(const JobState& job, const proto::Endpoint& dst, const proto::Endpoint& src,
+                      proto::Op op, uint32_t worker, uint32_t clock, uint32_t row,
+                      uint16_t extra_flags, uint16_t count, Output* out);
 
 // ERROR [code, req.op] to `dst`, echoing the request's clock and row; counted
 // on the job (and the rank when it exists).
-void EmitError(JobState& job, const proto::Endpoint& dst, const proto::Header& req,
-               proto::ErrorCode code, Output* out);
+void EmitError(JobState& job, const proto::Endpoint& dst, const proto::Endpoint& src,
+               const proto::Header& req, proto::ErrorCode code, Output* out);
 
 }  // namespace serene::dataplane

@@ -17,10 +17,12 @@ ProcessResult Drop(JobState& job, DropReason reason) {
   return {Verdict::kDropped, reason};
 }
 
-ProcessResult Refuse(JobState& job, const proto::Endpoint& src, const proto::Header& h,
-                     DropReason reason, ErrorCode code, Output* out) {
+// Refuses with ERROR `code` to the request's source `src`, from the address
+// it reached, `local`.
+ProcessResult Refuse(JobState& job, const proto::Endpoint& src, const proto::Endpoint& local,
+                     const proto::Header& h, DropReason reason, ErrorCode code, Output* out) {
   ++job.counters.drops[static_cast<size_t>(reason)];
-  EmitError(job, src, h, code, out);
+  EmitError(job, src, local, h, code, out);
   return {Verdict::kRefused, reason};
 }
 
@@ -33,21 +35,24 @@ ErrorCode SenderError(DropReason r) {
   }
 }
 
-// Validates the sender; on failure refuses with ERROR (or drops for INC).
-bool SenderOk(JobState& job, const proto::Header& h, const proto::Endpoint& src, Timestamp now,
-              Output* out, ProcessResult* result) {
+// Validates the sender; on failure refuses with ERROR (or drops for INC,
+// whose `out` is null).
+bool SenderOk(JobState& job, const proto::Header& h, const proto::Endpoint& src,
+              const proto::Endpoint& local, Timestamp now, Output* out, ProcessResult* result) {
   const DropReason r = CheckSender(job, h, src);
   if (r == DropReason::kNone) {
     job.workers[h.worker].last_seen = now;
     return true;
   }
-  *result = out != nullptr ? Refuse(job, src, h, r, SenderError(r), out) : Drop(job, r);
+  *result = out != nullptr ? Refuse(job, src, local, h, r, SenderError(r), out) : Drop(job, r);
   return false;
 }
 
-// Writes a NACK for CLOCK(clock, n): [received, scan_end, missing rows...].
-// Every row the worker may still have to send is listed or >= scan_end.
-void EmitNack(JobState& job, uint32_t worker, uint32_t clock, uint32_t announced, Output* out) {
+// Writes a NACK for CLOCK(clock, n), from `local` (the address the CLOCK
+// reached): [received, scan_end, missing rows...]. Every row the worker may
+// still have to send is listed or >= scan_end.
+void EmitNack(JobState& job, uint32_t worker, uint32_t clock, uint32_t announced,
+              const proto::Endpoint& local, Output* out) {
   WorkerRegs& w = job.workers[worker];
   const uint32_t cap = std::max<uint32_t>(job.config.row_width, 16);
   const uint32_t max_missing = cap - proto::nack::kFirstMissing;
@@ -64,7 +69,7 @@ void EmitNack(JobState& job, uint32_t worker, uint32_t clock, uint32_t announced
     }
     ++listed;
   }
-  uint8_t* v = EmitReplyRaw(job, w.addr, proto::Op::kNack, worker, clock, announced, 0,
+  uint8_t* v = EmitReplyRaw(job, w.addr, local, proto::Op::kNack, worker, clock, announced, 0,
                             static_cast<uint16_t>(proto::nack::kFirstMissing + listed), out);
   if (v == nullptr) return;
   proto::StoreU32(v, w.rows_this_clock);
@@ -82,37 +87,50 @@ void EmitNack(JobState& job, uint32_t worker, uint32_t clock, uint32_t announced
 }  // namespace
 
 ProcessResult HandleJoin(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
-                         Timestamp now, Output* out) {
+                         const proto::Endpoint& local, Timestamp now, Output* out) {
   const proto::Header& h = pkt.header;
   if (h.worker >= job.workers.size()) {
-    return Refuse(job, src, h, DropReason::kBadRank, ErrorCode::kBadRank, out);
+    return Refuse(job, src, local, h, DropReason::kBadRank, ErrorCode::kBadRank, out);
   }
-  if (h.count != 0) return Refuse(job, src, h, DropReason::kBadCount, ErrorCode::kBadCount, out);
+  if (h.count != 0) {
+    return Refuse(job, src, local, h, DropReason::kBadCount, ErrorCode::kBadCount, out);
+  }
+  // A live rank bound to another address keeps its binding: the refusal
+  // changes nothing, not even the rank's last_seen, so a worker that died
+  // is still evicted after evict_after and its successor then joins.
+  const DropReason r = CheckJoin(job, h.worker, src);
+  if (r != DropReason::kNone) {
+    return Refuse(job, src, local, h, r, ErrorCode::kRankInUse, out);
+  }
   job.workers[h.worker].last_seen = now;
-  Join(job, h.worker, src, now, out);
+  Join(job, h.worker, src, local, now, out);
   return {Verdict::kReplied};
 }
 
 ProcessResult HandleRead(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
-                         Timestamp now, Output* out) {
+                         const proto::Endpoint& local, Timestamp now, Output* out) {
   const proto::Header& h = pkt.header;
   ProcessResult result;
-  if (!SenderOk(job, h, src, now, out, &result)) return result;
-  if (h.count != 0) return Refuse(job, src, h, DropReason::kBadCount, ErrorCode::kBadCount, out);
-  if (h.row >= job.rows) return Refuse(job, src, h, DropReason::kBadRow, ErrorCode::kBadRow, out);
+  if (!SenderOk(job, h, src, local, now, out, &result)) return result;
+  if (h.count != 0) {
+    return Refuse(job, src, local, h, DropReason::kBadCount, ErrorCode::kBadCount, out);
+  }
+  if (h.row >= job.rows) {
+    return Refuse(job, src, local, h, DropReason::kBadRow, ErrorCode::kBadRow, out);
+  }
   WorkerRegs& w = job.workers[h.worker];
   const uint32_t current = w.done + 1;
   if (h.clock != current) {
-    return Refuse(job, src, h, DropReason::kBadClock, ErrorCode::kBadClock, out);
+    return Refuse(job, src, local, h, DropReason::kBadClock, ErrorCode::kBadClock, out);
   }
   if (!w.released) {
-    return Refuse(job, src, h, DropReason::kNotReleased, ErrorCode::kNotReleased, out);
+    return Refuse(job, src, local, h, DropReason::kNotReleased, ErrorCode::kNotReleased, out);
   }
   // Fold first, so a saturation it causes is already in this reply's flags.
   MaybeFoldRow(job, h.row);
   const bool exact = ExactRead(job, h.clock);
   const uint16_t n = static_cast<uint16_t>(job.config.RowLength(h.row));
-  uint8_t* v = EmitReplyRaw(job, src, proto::Op::kReadReply, h.worker, h.clock, h.row,
+  uint8_t* v = EmitReplyRaw(job, src, local, proto::Op::kReadReply, h.worker, h.clock, h.row,
                             exact ? proto::flags::kExact : 0, n, out);
   if (v == nullptr) return {Verdict::kDropped, DropReason::kNone};
   ReadRow(job, h.row, exact, v);
@@ -125,7 +143,7 @@ ProcessResult HandleInc(JobState& job, const proto::PacketView& pkt, const proto
   const proto::Header& h = pkt.header;
   ProcessResult result;
   // INC never gets a reply, refused or not.
-  if (!SenderOk(job, h, src, now, nullptr, &result)) return result;
+  if (!SenderOk(job, h, src, proto::Endpoint{}, now, nullptr, &result)) return result;
   if (h.row >= job.rows) return Drop(job, DropReason::kBadRow);
   if (h.count != job.config.RowLength(h.row)) return Drop(job, DropReason::kBadRowLength);
   WorkerRegs& w = job.workers[h.worker];
@@ -144,28 +162,30 @@ ProcessResult HandleInc(JobState& job, const proto::PacketView& pkt, const proto
 }
 
 ProcessResult HandleClock(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
-                          Timestamp now, Output* out) {
+                          const proto::Endpoint& local, Timestamp now, Output* out) {
   const proto::Header& h = pkt.header;
   ProcessResult result;
-  if (!SenderOk(job, h, src, now, out, &result)) return result;
-  if (h.count != 0) return Refuse(job, src, h, DropReason::kBadCount, ErrorCode::kBadCount, out);
+  if (!SenderOk(job, h, src, local, now, out, &result)) return result;
+  if (h.count != 0) {
+    return Refuse(job, src, local, h, DropReason::kBadCount, ErrorCode::kBadCount, out);
+  }
   if (h.row > job.rows) {
-    return Refuse(job, src, h, DropReason::kBadRowCount, ErrorCode::kBadRowCount, out);
+    return Refuse(job, src, local, h, DropReason::kBadRowCount, ErrorCode::kBadRowCount, out);
   }
   WorkerRegs& w = job.workers[h.worker];
   if (h.clock == w.done && w.done != proto::kNoClock) {
     // Retransmission: idempotent answer.
     ++w.counters.clock_retransmits;
     if (!w.released) return Drop(job, DropReason::kClockWaiting);
-    EmitRelease(job, h.worker, out);
+    EmitRelease(job, h.worker, local, out);
     return {Verdict::kReplied};
   }
   if (h.clock != w.done + 1) {
-    return Refuse(job, src, h, DropReason::kBadClock, ErrorCode::kBadClock, out);
+    return Refuse(job, src, local, h, DropReason::kBadClock, ErrorCode::kBadClock, out);
   }
   if (!w.released) return Drop(job, DropReason::kClockEarly);
   if (w.rows_this_clock != h.row) {
-    EmitNack(job, h.worker, h.clock, h.row, out);
+    EmitNack(job, h.worker, h.clock, h.row, local, out);
     return {Verdict::kReplied};
   }
   CompleteClock(job, h.worker, h.clock, now);
@@ -174,18 +194,30 @@ ProcessResult HandleClock(JobState& job, const proto::PacketView& pkt, const pro
 }
 
 ProcessResult HandleLeave(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
-                          Timestamp now, Output* out) {
+                          const proto::Endpoint& local, Timestamp now, Output* out) {
   const proto::Header& h = pkt.header;
   const DropReason r = CheckSender(job, h, src);
   if (r != DropReason::kNone && r != DropReason::kEvicted) {
-    return Refuse(job, src, h, r, SenderError(r), out);
+    return Refuse(job, src, local, h, r, SenderError(r), out);
   }
-  if (h.count != 0) return Refuse(job, src, h, DropReason::kBadCount, ErrorCode::kBadCount, out);
+  if (h.count != 0) {
+    return Refuse(job, src, local, h, DropReason::kBadCount, ErrorCode::kBadCount, out);
+  }
   job.workers[h.worker].last_seen = now;
-  if (h.flags & proto::flags::kFinished) job.finished = true;
+  ProcessResult result{Verdict::kReplied};
+  if (h.flags & proto::flags::kFinished) {
+    // Only a live rank may end the job: an evicted one (or one that left)
+    // is answered, so its client can exit, but its FINISHED is ignored.
+    if (r == DropReason::kNone) {
+      job.finished = true;
+    } else {
+      ++job.counters.drops[static_cast<size_t>(DropReason::kFinishNotLive)];
+      result.reason = DropReason::kFinishNotLive;
+    }
+  }
   RemoveFromBarrier(job, h.worker, now, out);
-  EmitReply(job, src, proto::Op::kLeave, h.worker, h.clock, 0, 0, {}, out);
-  return {Verdict::kReplied};
+  EmitReply(job, src, local, proto::Op::kLeave, h.worker, h.clock, 0, 0, {}, out);
+  return result;
 }
 
 }  // namespace serene::dataplane

@@ -1,7 +1,10 @@
 // Request handlers: one per op a worker sends, run after the packet was
-// parsed and authenticated (job found, key right). Each validates the
-// request against the job's state before touching it, so a refused request
-// changes nothing; every early exit returns its reason.
+// parsed and authenticated (job found, key right, source allowed). Each
+// validates the request against the job's state before touching it, so a
+// refused request changes nothing; every early exit returns its reason.
+//
+// `src` is the request's source (the worker), `local` the switch address it
+// reached (invalid when unknown): replies go to `src`, from `local`.
 //
 // REQUIRES: the caller holds job.mu.
 #pragma once
@@ -15,14 +18,16 @@
 namespace serene::dataplane {
 
 ProcessResult HandleJoin(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
-                         Timestamp now, Output* out);
+                         const proto::Endpoint& local, Timestamp now, Output* out);
 ProcessResult HandleRead(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
-                         Timestamp now, Output* out);
+                         const proto::Endpoint& local, Timestamp now, Output* out);
 ProcessResult HandleInc(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
                         Timestamp now);
 ProcessResult HandleClock(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
-                          Timestamp now, Output* out);
+                          const proto::Endpoint& local, Timestamp now, Output* out);
+// A LEAVE of a rank that is not live is answered, but its FINISHED flag is
+// ignored (only a live rank may end the job): reason kFinishNotLive.
 ProcessResult HandleLeave(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
-                          Timestamp now, Output* out);
+                          const proto::Endpoint& local, Timestamp now, Output* out);
 
 }  // namespace serene::dataplane

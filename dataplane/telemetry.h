@@ -27,6 +27,7 @@ struct WorkerTelemetry {
   uint64_t work_ns = 0;       // EWMA of RELEASE -> next CLOCK, waiting excluded (0: no sample)
   uint64_t last_work_ns = 0;  // the last RELEASE -> CLOCK sample
   proto::Endpoint addr;
+  proto::Endpoint local;      // the switch address the rank's JOIN reached (invalid: unknown)
   WorkerCounters counters;
 };
 

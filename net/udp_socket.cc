@@ -28,6 +28,45 @@ int SockaddrFamily(proto::Endpoint::Family f) {
   return f == proto::Endpoint::Family::kIPv6 ? AF_INET6 : AF_INET;
 }
 
+static_assert(CMSG_SPACE(sizeof(in6_pktinfo)) + CMSG_SPACE(sizeof(in_pktinfo)) <=
+                  sizeof(ControlSlot),
+              "a ControlSlot holds the packet-info control messages");
+
+// The destination address a datagram's control messages report (IP_PKTINFO:
+// the local address it was accepted on; IPV6_PKTINFO: the header's
+// destination, IPv4-mapped for IPv4 peers of a dual-stack socket), with
+// `port`; invalid if there is none.
+proto::Endpoint DestinationOf(msghdr* hdr, uint16_t port) {
+  proto::Endpoint ep;
+  if (hdr->msg_control == nullptr) return ep;
+  for (cmsghdr* c = CMSG_FIRSTHDR(hdr); c != nullptr; c = CMSG_NXTHDR(hdr, c)) {
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
+        c->cmsg_len >= CMSG_LEN(sizeof(in_pktinfo))) {
+      in_pktinfo info;
+      std::memcpy(&info, CMSG_DATA(c), sizeof(info));
+      sockaddr_in sin{};
+      sin.sin_family = AF_INET;
+      sin.sin_port = htons(port);
+      sin.sin_addr = info.ipi_spec_dst;
+      ep = FromSockaddr(reinterpret_cast<const sockaddr*>(&sin), sizeof(sin));
+    } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO &&
+               c->cmsg_len >= CMSG_LEN(sizeof(in6_pktinfo))) {
+      in6_pktinfo info;
+      std::memcpy(&info, CMSG_DATA(c), sizeof(info));
+      sockaddr_in6 sin6{};
+      sin6.sin6_family = AF_INET6;
+      sin6.sin6_port = htons(port);
+      sin6.sin6_addr = info.ipi6_addr;
+      // Only a link-local address needs its interface to be used again.
+      if (IN6_IS_ADDR_LINKLOCAL(&info.ipi6_addr)) {
+        sin6.sin6_scope_id = static_cast<uint32_t>(info.ipi6_ifindex);
+      }
+      ep = FromSockaddr(reinterpret_cast<const sockaddr*>(&sin6), sizeof(sin6));
+    }
+  }
+  return ep;
+}
+
 }  // namespace
 
 // --- RecvBatch ---
@@ -39,7 +78,9 @@ RecvBatch::RecvBatch(size_t capacity, size_t max_datagram)
       addrs_(capacity_),
       iovs_(capacity_),
       msgs_(capacity_),
+      controls_(capacity_),
       sources_(capacity_),
+      locals_(capacity_),
       truncated_(capacity_) {
   for (size_t i = 0; i < capacity_; ++i) {
     iovs_[i].iov_base = buffers_.data() + i * max_datagram_;
@@ -63,16 +104,20 @@ std::span<const uint8_t> RecvBatch::data(size_t i) const {
 SendBatch::SendBatch(size_t capacity)
     : capacity_(std::max<size_t>(capacity, 1)),
       dsts_(capacity_),
+      srcs_(capacity_),
       datas_(capacity_),
+      controls_(capacity_),
       addrs_(capacity_),
       iovs_(capacity_),
       msgs_(capacity_) {}
 
 SendBatch::~SendBatch() = default;
 
-bool SendBatch::Add(const proto::Endpoint& dst, std::span<const uint8_t> data) {
+bool SendBatch::Add(const proto::Endpoint& dst, const proto::Endpoint& src,
+                    std::span<const uint8_t> data) {
   if (size_ == capacity_) return false;
   dsts_[size_] = dst;
+  srcs_[size_] = src;
   datas_[size_] = data;
   ++size_;
   return true;
@@ -119,6 +164,19 @@ Result<UdpSocket> UdpSocket::Open(const UdpSocketOptions& options) {
   }
   sock.local_ = FromSockaddr(reinterpret_cast<const sockaddr*>(&bound), bound_len);
   sock.v6_only_ = family == AF_INET6 && options.v6_only;
+  // A wildcard socket learns where each datagram was sent, so replies can
+  // leave from that address on a multi-homed host.
+  if (options.learn_destination && IsWildcard(sock.local_)) {
+    const int r = family == AF_INET6
+                      ? setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one))
+                      : setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one));
+    if (r != 0) {
+      return OpenError(
+          family == AF_INET6 ? "setsockopt(IPV6_RECVPKTINFO) on" : "setsockopt(IP_PKTINFO) on",
+          errno, *ep);
+    }
+    sock.learn_destination_ = true;
+  }
   return sock;
 }
 
@@ -128,6 +186,7 @@ UdpSocket::UdpSocket(UdpSocket&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)),
       family_(other.family_),
       v6_only_(other.v6_only_),
+      learn_destination_(other.learn_destination_),
       local_(other.local_) {}
 
 UdpSocket& UdpSocket::operator=(UdpSocket&& other) noexcept {
@@ -136,6 +195,7 @@ UdpSocket& UdpSocket::operator=(UdpSocket&& other) noexcept {
     fd_ = std::exchange(other.fd_, -1);
     family_ = other.family_;
     v6_only_ = other.v6_only_;
+    learn_destination_ = other.learn_destination_;
     local_ = other.local_;
   }
   return *this;
@@ -159,6 +219,54 @@ bool UdpSocket::CanReach(const proto::Endpoint& ep) const {
     return family_ == AF_INET || (!v6_only_ && IsWildcard(local_));
   }
   return ep.family == proto::Endpoint::Family::kIPv6 && family_ == AF_INET6;
+}
+
+bool UdpSocket::CanSendFrom(const proto::Endpoint& src, const proto::Endpoint& dst) const {
+  if (!CanReach(dst)) return false;
+  if (!src.valid() || IsWildcard(src)) return true;
+  // A datagram leaves from the family of its destination (an IPv4 peer of a
+  // dual-stack socket is answered over IPv4).
+  if (src.family != dst.family) return false;
+  if (!IsWildcard(local_)) return src.addr == local_.addr && src.family == local_.family;
+  return true;
+}
+
+size_t UdpSocket::SourceControl(const proto::Endpoint& src, const proto::Endpoint& dst,
+                                ControlSlot* slot) const {
+  if (!src.valid() || IsWildcard(src) || !IsWildcard(local_) || src.family != dst.family) {
+    return 0;
+  }
+  std::memset(slot->bytes, 0, CMSG_SPACE(sizeof(in6_pktinfo)));
+  msghdr m{};
+  m.msg_control = slot->bytes;
+  if (family_ == AF_INET) {
+    if (src.family != proto::Endpoint::Family::kIPv4) return 0;
+    m.msg_controllen = CMSG_SPACE(sizeof(in_pktinfo));
+    cmsghdr* c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = IPPROTO_IP;
+    c->cmsg_type = IP_PKTINFO;
+    c->cmsg_len = CMSG_LEN(sizeof(in_pktinfo));
+    in_pktinfo info{};
+    std::memcpy(&info.ipi_spec_dst, src.addr.data(), 4);
+    std::memcpy(CMSG_DATA(c), &info, sizeof(info));
+    return m.msg_controllen;
+  }
+  // IPv6 socket: IPV6_PKTINFO, with an IPv4 source mapped (the kernel takes
+  // ::ffff:a.b.c.d as the IPv4 source of a datagram to an IPv4 peer).
+  sockaddr_storage ss;
+  if (ToSockaddr(src, AF_INET6, &ss) == 0) return 0;
+  sockaddr_in6 sin6;
+  std::memcpy(&sin6, &ss, sizeof(sin6));
+  m.msg_controllen = CMSG_SPACE(sizeof(in6_pktinfo));
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = IPPROTO_IPV6;
+  c->cmsg_type = IPV6_PKTINFO;
+  c->cmsg_len = CMSG_LEN(sizeof(in6_pktinfo));
+  in6_pktinfo info{};
+  info.ipi6_addr = sin6.sin6_addr;
+  info.ipi6_ifindex = src.scope_id;  // 0 except for a link-local source
+  std::memcpy(CMSG_DATA(c), &info, sizeof(info));
+  return m.msg_controllen;
 }
 
 namespace {
@@ -224,8 +332,11 @@ Result<size_t> UdpSocket::Recv(RecvBatch* batch, std::chrono::nanoseconds timeou
   }
   if (r == 0) return size_t{0};
   for (size_t i = 0; i < batch->capacity_; ++i) {
-    batch->msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
-    batch->msgs_[i].msg_hdr.msg_flags = 0;
+    msghdr& hdr = batch->msgs_[i].msg_hdr;
+    hdr.msg_namelen = sizeof(sockaddr_storage);
+    hdr.msg_flags = 0;
+    hdr.msg_control = learn_destination_ ? batch->controls_[i].bytes : nullptr;
+    hdr.msg_controllen = learn_destination_ ? sizeof(ControlSlot::bytes) : 0;
     batch->msgs_[i].msg_len = 0;
   }
   int n = ::recvmmsg(fd_, batch->msgs_.data(), static_cast<unsigned>(batch->capacity_),
@@ -240,10 +351,14 @@ Result<size_t> UdpSocket::Recv(RecvBatch* batch, std::chrono::nanoseconds timeou
     return Errno("recvmmsg on", err);
   }
   for (int i = 0; i < n; ++i) {
-    const auto& hdr = batch->msgs_[static_cast<size_t>(i)].msg_hdr;
-    batch->sources_[static_cast<size_t>(i)] =
+    const size_t k = static_cast<size_t>(i);
+    msghdr& hdr = batch->msgs_[k].msg_hdr;
+    batch->sources_[k] =
         FromSockaddr(reinterpret_cast<const sockaddr*>(hdr.msg_name), hdr.msg_namelen);
-    batch->truncated_[static_cast<size_t>(i)] = (hdr.msg_flags & MSG_TRUNC) != 0;
+    batch->locals_[k] = learn_destination_   ? DestinationOf(&hdr, local_.port)
+                        : IsWildcard(local_) ? proto::Endpoint{}
+                                             : local_;
+    batch->truncated_[k] = (hdr.msg_flags & MSG_TRUNC) != 0;
   }
   batch->size_ = static_cast<size_t>(n);
   return batch->size_;
@@ -272,6 +387,10 @@ SendResult UdpSocket::Send(SendBatch* batch) {
     b.msgs_[m].msg_hdr.msg_namelen = len;
     b.msgs_[m].msg_hdr.msg_iov = &b.iovs_[m];
     b.msgs_[m].msg_hdr.msg_iovlen = 1;
+    if (const size_t control = SourceControl(b.srcs_[i], b.dsts_[i], &b.controls_[m])) {
+      b.msgs_[m].msg_hdr.msg_control = b.controls_[m].bytes;
+      b.msgs_[m].msg_hdr.msg_controllen = control;
+    }
     ++m;
   }
   size_t i = 0;
@@ -286,6 +405,13 @@ SendResult UdpSocket::Send(SendBatch* batch) {
     }
     const int err = errno;
     if (r < 0 && err == EINTR) continue;
+    if (r < 0 && b.msgs_[i].msg_hdr.msg_control != nullptr) {
+      // The source address may be the reason (removed from the host: EINVAL
+      // or ENETUNREACH): send it again from whatever address the kernel picks.
+      b.msgs_[i].msg_hdr.msg_control = nullptr;
+      b.msgs_[i].msg_hdr.msg_controllen = 0;
+      continue;
+    }
     // Message i was refused (too big, no route, no buffer): skip it.
     ++result.failed;
     if (result.error.ok()) {
@@ -300,18 +426,34 @@ SendResult UdpSocket::Send(SendBatch* batch) {
   return result;
 }
 
-Status UdpSocket::SendTo(const proto::Endpoint& dst, std::span<const uint8_t> data) {
+Status UdpSocket::SendTo(const proto::Endpoint& dst, const proto::Endpoint& src,
+                         std::span<const uint8_t> data) {
   sockaddr_storage ss;
   socklen_t len = ToSockaddr(dst, family_, &ss);
   if (len == 0) {
     return Status::InvalidArgument("cannot send to " + FormatEndpoint(dst) + " from socket " +
                                    FormatEndpoint(local_) + ": address family not reachable");
   }
+  iovec iov{const_cast<uint8_t*>(data.data()), data.size()};
+  msghdr m{};
+  m.msg_name = &ss;
+  m.msg_namelen = len;
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  ControlSlot control;
+  if (const size_t n = SourceControl(src, dst, &control)) {
+    m.msg_control = control.bytes;
+    m.msg_controllen = n;
+  }
   while (true) {
-    ssize_t r =
-        ::sendto(fd_, data.data(), data.size(), 0, reinterpret_cast<const sockaddr*>(&ss), len);
+    ssize_t r = ::sendmsg(fd_, &m, 0);
     if (r >= 0) return Status::Ok();
     if (errno == EINTR) continue;
+    if (m.msg_control != nullptr) {
+      m.msg_control = nullptr;  // the source address may be gone: let the kernel pick
+      m.msg_controllen = 0;
+      continue;
+    }
     return Status::IoError("sendto from " + FormatEndpoint(local_) + " to " + FormatEndpoint(dst) +
                            ": " + ErrnoText(errno));
   }

@@ -13,6 +13,14 @@
 // datagrams to the kernel in as few sendmmsg calls as possible; a datagram the
 // kernel refuses (no route, too big) is skipped and counted, not fatal.
 //
+// Multi-homed hosts: a socket bound to a wildcard address ("0.0.0.0", "::")
+// asks the kernel for each datagram's destination address (IP_PKTINFO,
+// IPV6_RECVPKTINFO), which RecvBatch::local() reports, and a datagram sent
+// with a source address leaves from that address (an IP_PKTINFO /
+// IPV6_PKTINFO control message), so a reply can leave from the address its
+// request reached instead of the one the kernel's routing would pick. A
+// socket bound to a specific address always sends from it.
+//
 // Errors come back as Status with the errno text and the address involved.
 //
 // Thread safety: a UdpSocket may be used by one receiving and any number of
@@ -49,6 +57,15 @@ struct UdpSocketOptions {
   bool v6_only = false;             // IPv6 only: do not also accept IPv4 on "::"
   int recv_buffer_bytes = 0;        // SO_RCVBUF; 0 = kernel default
   int send_buffer_bytes = 0;        // SO_SNDBUF; 0 = kernel default
+  // Wildcard binds: learn each datagram's destination address (IP_PKTINFO /
+  // IPV6_RECVPKTINFO; RecvBatch::local). Ignored for a specific address.
+  bool learn_destination = true;
+};
+
+// Room for the control messages of one datagram (an in_pktinfo or an
+// in6_pktinfo, with headroom), aligned for cmsghdr.
+struct alignas(cmsghdr) ControlSlot {
+  unsigned char bytes[128];
 };
 
 // Storage for up to `capacity` received datagrams of `max_datagram` bytes each.
@@ -65,6 +82,10 @@ class RecvBatch {
   // REQUIRES: i < size().
   std::span<const uint8_t> data(size_t i) const;
   const proto::Endpoint& source(size_t i) const { return sources_[i]; }
+  // The switch-side address the datagram reached, with the socket's port:
+  // its destination address on a wildcard-bound socket that learns it
+  // (IP_PKTINFO), the bound address otherwise. Invalid when unknown.
+  const proto::Endpoint& local(size_t i) const { return locals_[i]; }
   // The datagram was larger than max_datagram; data(i) holds only its start.
   bool truncated(size_t i) const { return truncated_[i]; }
 
@@ -77,7 +98,9 @@ class RecvBatch {
   std::vector<sockaddr_storage> addrs_;
   std::vector<iovec> iovs_;
   std::vector<mmsghdr> msgs_;
+  std::vector<ControlSlot> controls_;
   std::vector<proto::Endpoint> sources_;
+  std::vector<proto::Endpoint> locals_;
   std::vector<uint8_t> truncated_;
 };
 
@@ -90,8 +113,12 @@ class SendBatch {
   SendBatch(const SendBatch&) = delete;
   SendBatch& operator=(const SendBatch&) = delete;
 
-  // Queues a datagram for `dst`. False when the batch is full.
-  bool Add(const proto::Endpoint& dst, std::span<const uint8_t> data);
+  // Queues a datagram for `dst`, to leave from the address of `src` (invalid
+  // or wildcard: any; see UdpSocket::Send). False when the batch is full.
+  bool Add(const proto::Endpoint& dst, const proto::Endpoint& src, std::span<const uint8_t> data);
+  bool Add(const proto::Endpoint& dst, std::span<const uint8_t> data) {
+    return Add(dst, proto::Endpoint{}, data);
+  }
   size_t size() const { return size_; }
   size_t capacity() const { return capacity_; }
   bool full() const { return size_ == capacity_; }
@@ -103,7 +130,9 @@ class SendBatch {
   size_t capacity_;
   size_t size_ = 0;
   std::vector<proto::Endpoint> dsts_;
+  std::vector<proto::Endpoint> srcs_;
   std::vector<std::span<const uint8_t>> datas_;
+  std::vector<ControlSlot> controls_;
   std::vector<sockaddr_storage> addrs_;
   std::vector<iovec> iovs_;
   std::vector<mmsghdr> msgs_;
@@ -138,6 +167,14 @@ class UdpSocket {
   // True if the socket can send to `ep`'s family: IPv4 sockets reach IPv4,
   // IPv6 sockets reach IPv6, and dual-stack "::" sockets reach both.
   bool CanReach(const proto::Endpoint& ep) const;
+  // True if a datagram to `dst` sent through this socket leaves from the
+  // address of `src`: the socket can reach `dst` and is bound to that very
+  // address, or is wildcard-bound and `src` is of the family a datagram to
+  // `dst` uses. Also true for an invalid or wildcard `src` (no preference).
+  bool CanSendFrom(const proto::Endpoint& src, const proto::Endpoint& dst) const;
+  // True if the socket reports each datagram's destination (wildcard bind
+  // with learn_destination).
+  bool learns_destination() const { return learn_destination_; }
 
   // SO_RCVBUF / SO_SNDBUF. The kernel caps the size at net.core.rmem_max /
   // wmem_max unless the process has CAP_NET_ADMIN (then the cap is lifted).
@@ -155,9 +192,18 @@ class UdpSocket {
 
   // Sends every datagram of `batch` (blocking while the send buffer is full).
   // The batch's kernel headers are rewritten; its datagrams are left queued.
+  // On a wildcard-bound socket a datagram queued with a source address
+  // leaves from it (IP_PKTINFO / IPV6_PKTINFO) when CanSendFrom(src, dst);
+  // if the kernel refuses such a datagram (e.g. the address was removed from
+  // the host), it is sent once more without it. Elsewhere the source is
+  // ignored.
   SendResult Send(SendBatch* batch);
-  // Sends one datagram.
-  Status SendTo(const proto::Endpoint& dst, std::span<const uint8_t> data);
+  // Sends one datagram, from `src`'s address as Send() does.
+  Status SendTo(const proto::Endpoint& dst, const proto::Endpoint& src,
+                std::span<const uint8_t> data);
+  Status SendTo(const proto::Endpoint& dst, std::span<const uint8_t> data) {
+    return SendTo(dst, proto::Endpoint{}, data);
+  }
 
   // Closes the socket (also done by the destructor).
   void Close();
@@ -166,9 +212,15 @@ class UdpSocket {
   UdpSocket(int fd, int family, proto::Endpoint local) : fd_(fd), family_(family), local_(local) {}
   Status Errno(std::string_view what, int err) const;
 
+  // Writes the control message that makes a datagram to `dst` leave from
+  // `src` into `slot`; returns its length, 0 when none applies.
+  size_t SourceControl(const proto::Endpoint& src, const proto::Endpoint& dst,
+                       ControlSlot* slot) const;
+
   int fd_ = -1;
   int family_ = 0;
   bool v6_only_ = false;
+  bool learn_destination_ = false;  // IP_PKTINFO / IPV6_RECVPKTINFO is on
   proto::Endpoint local_;
 };
 

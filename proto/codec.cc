@@ -30,6 +30,7 @@ std::string_view ErrorName(ErrorCode code) {
     case ErrorCode::kBadCount: return "bad_count";
     case ErrorCode::kNotReleased: return "not_released";
     case ErrorCode::kUnsupported: return "unsupported";
+    case ErrorCode::kRankInUse: return "rank_in_use";
   }
   return "unknown";
 }

@@ -101,6 +101,7 @@ enum class ErrorCode : int32_t {
   kBadCount = 8,         // request carries values it must not carry
   kNotReleased = 9,      // READ while the rank waits for RELEASE
   kUnsupported = 10,     // op the switch does not accept (a reply op)
+  kRankInUse = 11,       // JOIN from another address while the rank is bound and live
 };
 
 std::string_view ErrorName(ErrorCode code);

@@ -53,13 +53,15 @@ void Job(Out out, const dataplane::JobTelemetry& t) {
   fmt::format_to(out, "{}\n", any ? "" : " none");
   for (const auto& w : t.workers) {
     const auto& wc = w.counters;
+    // The switch address the rank's JOIN reached, when the daemon knows it.
+    std::string where = w.joined ? net::FormatEndpoint(w.addr) : std::string("(not joined)");
+    if (w.joined && w.local.valid()) where += " via " + net::FormatEndpoint(w.local);
     fmt::format_to(out,
                    "  rank {} {} done={}{}{} joins={} reads={} incs={} inc_dups={} clocks={} "
                    "nacks={} releases={} errors={} wait={:.3f}ms\n",
-                   w.rank, w.joined ? net::FormatEndpoint(w.addr) : std::string("(not joined)"),
-                   Clock(w.done), w.waiting ? " waiting" : "", w.live ? "" : " left", wc.joins,
-                   wc.reads, wc.incs_applied, wc.incs_duplicate, wc.clocks, wc.nacks, wc.releases,
-                   wc.errors, static_cast<double>(wc.wait_ns) / 1e6);
+                   w.rank, where, Clock(w.done), w.waiting ? " waiting" : "", w.live ? "" : " left",
+                   wc.joins, wc.reads, wc.incs_applied, wc.incs_duplicate, wc.clocks, wc.nacks,
+                   wc.releases, wc.errors, static_cast<double>(wc.wait_ns) / 1e6);
   }
 }
 

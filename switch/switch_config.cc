@@ -20,7 +20,7 @@ constexpr std::string_view kTopKeys =
     "bind, port, threads, batch, recv_buffer, send_buffer, log_level, fault, control, "
     "token_file, metrics, job";
 constexpr std::string_view kJobKeys =
-    "id, workers, elements, row, scale, key, evict_after, policy";
+    "id, workers, elements, row, scale, key, evict_after, allow, policy";
 // UDP payload that fits a 1500-byte Ethernet frame over IPv4 (20 + 8 bytes of headers).
 constexpr size_t kEthernetUdpPayload = 1472;
 
@@ -136,12 +136,44 @@ std::optional<std::string> ScalarText(const toml::node& node) {
 Result<dataplane::JobConfig> ParseTomlJob(const toml::table& t, const std::string& where) {
   std::string spec;
   std::optional<dataplane::BarrierParams> policy;
+  dataplane::SourceAllowList allow;
   for (auto&& [k, node] : t) {
     const std::string key(k.str());
     if (key != "id" && key != "workers" && key != "elements" && key != "row" && key != "scale" &&
-        key != "key" && key != "evict_after" && key != "policy") {
+        key != "key" && key != "evict_after" && key != "allow" && key != "policy") {
       return Status::InvalidArgument(where + ": unknown key '" + key + "' (expected " +
                                      std::string(kJobKeys) + ")");
+    }
+    if (key == "allow") {
+      // An array of prefixes (or one string, ';'-separated as in --job).
+      std::string list;
+      if (auto arr = node.as_array()) {
+        for (const auto& elem : *arr) {
+          auto prefix = elem.as_string();
+          if (!prefix) {
+            return Status::InvalidArgument(where +
+                                           ": allow: expected an array of prefix "
+                                           "strings such as [\"10.0.0.0/8\", "
+                                           "\"fd00::/8\"], found " +
+                                           TomlTypeName(elem) + " in the array");
+          }
+          if (prefix->get().empty() || prefix->get().find(';') != std::string::npos) {
+            return Status::InvalidArgument(where + ": allow '" + prefix->get() +
+                                           "': expected one prefix per array element");
+          }
+          list += (list.empty() ? "" : ";") + prefix->get();
+        }
+      } else if (auto str = node.as_string()) {
+        list = str->get();
+      } else {
+        return Status::InvalidArgument(where + ": allow is " + TomlTypeName(node) +
+                                       ", expected an array of prefixes such as "
+                                       "[\"10.0.0.0/8\", \"fd00::/8\"]");
+      }
+      auto parsed = dataplane::SourceAllowList::Parse(list);
+      if (!parsed.ok()) return Status::InvalidArgument(where + ": " + parsed.status().message());
+      allow = *parsed;
+      continue;
     }
     auto text = ScalarText(node);
     if (!text) {
@@ -159,11 +191,10 @@ Result<dataplane::JobConfig> ParseTomlJob(const toml::table& t, const std::strin
   }
   auto job = dataplane::JobConfig::ParseSpec(spec);
   if (!job.ok()) return Status::InvalidArgument(where + ": " + job.status().message());
-  if (policy) {
-    job->policy = *policy;
-    Status s = job->Validate();
-    if (!s.ok()) return Status::InvalidArgument(where + ": " + s.message());
-  }
+  if (policy) job->policy = *policy;
+  job->allow = allow;
+  Status s = job->Validate();
+  if (!s.ok()) return Status::InvalidArgument(where + ": " + s.message());
   return job;
 }
 
@@ -219,9 +250,10 @@ std::vector<std::string> SwitchConfig::Warnings() const {
   }
   for (const auto& j : jobs) {
     if (j.key == 0) {
-      w.push_back("job " + std::to_string(j.id) +
-                  " has no key (key=0): any host that reaches the switch can join it and "
-                  "write its model; set key=<32-bit secret>");
+      w.push_back("job " + std::to_string(j.id) + " has no key (key=0): any host " +
+                  (j.allow.empty() ? std::string("that reaches the switch")
+                                   : "in its allow-list (" + j.allow.ToString() + ")") +
+                  " can join it and write its model; set key=<32-bit secret>");
     }
     const size_t datagram = proto::PacketSize(j.row_width);
     if (!loopback_only && datagram > kEthernetUdpPayload) {

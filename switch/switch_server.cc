@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 #include "net/address.h"
@@ -45,6 +47,41 @@ namespace {
 // without flooding the log.
 bool ShouldLog(uint64_t n) { return (n & (n - 1)) == 0; }
 
+// The socket a datagram to `dst` from the switch address `src` leaves
+// through: `preferred` (the port's own) if it can send it from `src`, else
+// the first socket of the server that can, else the first that can at least
+// reach `dst` (the kernel then picks the source). Null if none reaches `dst`.
+net::UdpSocket* PickSocket(const std::vector<std::unique_ptr<SwitchServer::Port>>& all,
+                           net::UdpSocket* preferred, const proto::Endpoint& dst,
+                           const proto::Endpoint& src);
+
+// The fault injector queues opaque bytes and one address. A datagram's other
+// address (the local address a received one reached, the source a sent one
+// leaves from) rides behind its bytes as a trailer while it is queued.
+static_assert(std::is_trivially_copyable_v<proto::Endpoint>);
+constexpr size_t kTrailer = sizeof(proto::Endpoint);
+
+void PushWithTrailer(net::FaultInjector* injector, const proto::Endpoint& peer,
+                     const proto::Endpoint& other, std::span<const uint8_t> data,
+                     dataplane::Timestamp now, std::vector<uint8_t>* scratch) {
+  scratch->assign(data.begin(), data.end());
+  scratch->resize(data.size() + kTrailer);
+  std::memcpy(scratch->data() + data.size(), &other, kTrailer);
+  injector->Push(peer, *scratch, now);
+}
+
+// Splits a datagram popped from an injector into its bytes and the address
+// in its trailer.
+std::span<const uint8_t> SplitTrailer(const std::vector<uint8_t>& bytes, proto::Endpoint* other) {
+  if (bytes.size() < kTrailer) {  // cannot happen: every datagram was pushed with one
+    *other = proto::Endpoint{};
+    return {};
+  }
+  const size_t n = bytes.size() - kTrailer;
+  std::memcpy(other, bytes.data() + n, kTrailer);
+  return {bytes.data(), n};
+}
+
 // The loop of one port. Owns the scratch a loop needs; nothing here is shared.
 class PortLoop {
  public:
@@ -74,7 +111,7 @@ class PortLoop {
       }
       for (size_t i = 0; i < *n; ++i) Receive(i, now);
       if (port_.rx_faults) {
-        while (port_.rx_faults->Pop(now, &scratch_)) Process(scratch_.bytes, scratch_.peer, now);
+        while (port_.rx_faults->Pop(now, &scratch_)) ProcessInjected(now);
       }
       Flush(now);
       if (port_.tx_faults) DrainTx(now);
@@ -85,9 +122,7 @@ class PortLoop {
     const dataplane::Timestamp now = NowNanos();
     if (port_.rx_faults) {
       while (auto due = port_.rx_faults->NextDue()) {
-        while (port_.rx_faults->Pop(std::max(now, *due), &scratch_)) {
-          Process(scratch_.bytes, scratch_.peer, now);
-        }
+        while (port_.rx_faults->Pop(std::max(now, *due), &scratch_)) ProcessInjected(now);
       }
     }
     Flush(now);
@@ -120,16 +155,25 @@ class PortLoop {
     port_.rx_datagrams.fetch_add(1, std::memory_order_relaxed);
     port_.rx_bytes.fetch_add(data.size(), std::memory_order_relaxed);
     if (port_.rx_faults) {
-      port_.rx_faults->Push(rx_.source(i), data, now);
+      PushWithTrailer(port_.rx_faults.get(), rx_.source(i), rx_.local(i), data, now,
+                      &push_scratch_);
     } else {
-      Process(data, rx_.source(i), now);
+      Process(data, rx_.source(i), rx_.local(i), now);
     }
   }
 
+  // `local`: the address the datagram reached (replies leave from it).
   void Process(std::span<const uint8_t> data, const proto::Endpoint& src,
-               dataplane::Timestamp now) {
+               const proto::Endpoint& local, dataplane::Timestamp now) {
     if (!out_.HasRoomForProcess()) Flush(now);
-    pipeline_.Process(data, src, now, &out_);
+    pipeline_.Process(data, src, local, now, &out_);
+  }
+
+  // Processes the datagram the rx injector handed back in scratch_.
+  void ProcessInjected(dataplane::Timestamp now) {
+    proto::Endpoint local;
+    const auto data = SplitTrailer(scratch_.bytes, &local);
+    Process(data, scratch_.peer, local, now);
   }
 
   // Puts the Output on the wire (through the tx injector when it is on).
@@ -137,7 +181,8 @@ class PortLoop {
     if (out_.empty()) return;
     if (port_.tx_faults) {
       for (size_t i = 0; i < out_.size(); ++i) {
-        port_.tx_faults->Push(out_.packet(i).dst, out_.bytes(i), now);
+        PushWithTrailer(port_.tx_faults.get(), out_.packet(i).dst, out_.packet(i).src,
+                        out_.bytes(i), now, &push_scratch_);
       }
       out_.Clear();
       DrainTx(now);
@@ -145,12 +190,15 @@ class PortLoop {
     }
     for (size_t i = 0; i < out_.size(); ++i) {
       const proto::Endpoint& dst = out_.packet(i).dst;
-      if (!port_.socket.CanReach(dst)) {
-        SendOne(dst, out_.bytes(i));  // e.g. a RELEASE for a rank of the other family
+      const proto::Endpoint& src = out_.packet(i).src;
+      if (!port_.socket.CanSendFrom(src, dst)) {
+        // e.g. a RELEASE for a rank of the other family, or one that joined
+        // through another specifically bound address
+        SendOne(dst, src, out_.bytes(i));
         continue;
       }
       if (tx_.full()) SendBatch();
-      tx_.Add(dst, out_.bytes(i));
+      tx_.Add(dst, src, out_.bytes(i));
     }
     SendBatch();
     out_.Clear();
@@ -165,23 +213,21 @@ class PortLoop {
 
   // Sends the datagrams the tx injector has due (one at a time: a test path).
   void DrainTx(dataplane::Timestamp now) {
-    while (port_.tx_faults->Pop(now, &tx_scratch_)) SendOne(tx_scratch_.peer, tx_scratch_.bytes);
+    while (port_.tx_faults->Pop(now, &tx_scratch_)) {
+      proto::Endpoint src;
+      const auto data = SplitTrailer(tx_scratch_.bytes, &src);
+      SendOne(tx_scratch_.peer, src, data);
+    }
   }
 
-  // Sends one datagram through this port's socket, or through the first
-  // socket of the server that can reach `dst` when this one cannot (a rank
-  // released by another rank's CLOCK may use the other address family).
-  void SendOne(const proto::Endpoint& dst, std::span<const uint8_t> data) {
-    net::UdpSocket* socket = &port_.socket;
-    if (!socket->CanReach(dst)) {
-      for (const auto& p : all_) {
-        if (p->socket.CanReach(dst)) {
-          socket = &p->socket;
-          break;
-        }
-      }
-    }
-    Status s = socket->SendTo(dst, data);
+  // Sends one datagram from `src` through the socket PickSocket chooses (a
+  // rank released by another rank's CLOCK may use the other address family,
+  // or have joined through another bound address).
+  void SendOne(const proto::Endpoint& dst, const proto::Endpoint& src,
+               std::span<const uint8_t> data) {
+    net::UdpSocket* socket = PickSocket(all_, &port_.socket, dst, src);
+    if (socket == nullptr) socket = &port_.socket;  // fails, and is counted, as unreachable
+    Status s = socket->SendTo(dst, src, data);
     Count(s.ok() ? 1 : 0, s.ok() ? 0 : 1, s.ok() ? data.size() : 0, s);
   }
 
@@ -215,7 +261,22 @@ class PortLoop {
   net::SendBatch tx_;
   net::FaultInjector::Datagram scratch_;     // rx injector output
   net::FaultInjector::Datagram tx_scratch_;  // tx injector output
+  std::vector<uint8_t> push_scratch_;        // a datagram and its trailer, for the injectors
 };
+
+net::UdpSocket* PickSocket(const std::vector<std::unique_ptr<SwitchServer::Port>>& all,
+                           net::UdpSocket* preferred, const proto::Endpoint& dst,
+                           const proto::Endpoint& src) {
+  if (preferred != nullptr && preferred->CanSendFrom(src, dst)) return preferred;
+  for (const auto& p : all) {
+    if (p->socket.CanSendFrom(src, dst)) return &p->socket;
+  }
+  if (preferred != nullptr && preferred->CanReach(dst)) return preferred;
+  for (const auto& p : all) {
+    if (p->socket.CanReach(dst)) return &p->socket;
+  }
+  return nullptr;
+}
 
 }  // namespace
 
@@ -325,11 +386,11 @@ Status SwitchServer::Send(const dataplane::Output& out) {
   Status first_error;
   for (size_t i = 0; i < out.size(); ++i) {
     const proto::Endpoint& dst = out.packet(i).dst;
-    auto it = std::find_if(ports_.begin(), ports_.end(),
-                           [&](const auto& p) { return p->socket.CanReach(dst); });
-    Status s = it == ports_.end()
+    const proto::Endpoint& src = out.packet(i).src;
+    net::UdpSocket* socket = PickSocket(ports_, nullptr, dst, src);
+    Status s = socket == nullptr
                    ? Status::Unavailable("no socket can reach " + net::FormatEndpoint(dst))
-                   : (*it)->socket.SendTo(dst, out.bytes(i));
+                   : socket->SendTo(dst, src, out.bytes(i));
     if (s.ok()) {
       control_tx_.fetch_add(1, std::memory_order_relaxed);
     } else {

@@ -11,10 +11,20 @@
 //
 // The Pipeline is shared and thread-safe (jobs lock themselves), so a loop
 // needs no lock of its own; its Output, batches and fault injectors are
-// private to it. Replies leave through the socket the request came in on;
-// a packet for an address that socket cannot reach (an IPv4 rank released by
-// an IPv6 rank's CLOCK, with separate IPv4 and IPv6 binds) leaves through the
-// first socket that can.
+// private to it.
+//
+// Source addresses: each datagram is processed with the address it reached
+// (on a wildcard bind, its destination as IP_PKTINFO reports it; else the
+// bound address), and every packet the pipeline emits names the switch
+// address to send from: the request's destination for a reply, the address
+// a rank's JOIN reached for a RELEASE it did not ask for. A packet leaves
+// through the port's own socket when that socket can send it from that
+// address (a wildcard socket does so with an IP_PKTINFO / IPV6_PKTINFO
+// control message), else through the first socket that can (a specific bind
+// of that address, or a socket of the right family when the rank's family
+// differs, with separate IPv4 and IPv6 binds), else through any socket that
+// reaches the destination. So on a multi-homed host a worker hears from the
+// address it sends to, whatever the kernel's routing would pick.
 // Loops poll with a timeout of at most `poll_interval` (and wake earlier when
 // a delayed datagram of the fault injector falls due), so Stop() returns
 // within about that time.
@@ -93,9 +103,11 @@ class SwitchServer {
   // share it). Valid after a successful Start().
   std::vector<proto::Endpoint> local_endpoints() const;
 
-  // Sends packets produced by a control operation, each through the first
-  // socket that can reach its destination. Thread-safe. Fault injection does
-  // not apply. Fails if the server is not running or a packet could not be sent.
+  // Sends packets produced by a control operation, each from its source
+  // address (the one the rank's JOIN reached) through the first socket that
+  // can send it from there, else the first that reaches its destination.
+  // Thread-safe. Fault injection does not apply. Fails if the server is not
+  // running or a packet could not be sent.
   Status Send(const dataplane::Output& out);
 
   ServerCounters counters() const;

@@ -158,7 +158,7 @@ TEST_P(HotSwapProperties, ConsistentUnderTrafficAndLoss) {
           proto::PacketView v;
           ASSERT_EQ(proto::Decode(out.bytes(i).data(), out.bytes(i).size(), &v),
                     proto::ParseError::kOk);
-          Emitted e{out.packet(i).dst, v.header, {}};
+          Emitted e{out.packet(i).dst, v.header, {}, out.packet(i).src};
           for (size_t k = 0; k < v.header.count; ++k) e.values.push_back(v.Value(k));
           emitted.push_back(e);
         }

@@ -40,6 +40,25 @@ TEST(JobConfig, GeneralPolicyFormTakesTheRestOfTheSpec) {
   EXPECT_FALSE(JobConfig::ParseSpec("id=1,workers=4,elements=10,policy=window=2,color=3").ok());
 }
 
+TEST(JobConfig, AllowListIsSemicolonSeparatedAndRoundTrips) {
+  auto c = JobConfig::ParseSpec("id=1,workers=2,elements=10,allow=10.0.0.0/8;fd00::/8,key=7");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->allow.size, 2);
+  EXPECT_EQ(c->allow.ToString(), "10.0.0.0/8;fd00::/8");
+  EXPECT_NE(c->ToString().find(",allow=10.0.0.0/8;fd00::/8,"), std::string::npos) << c->ToString();
+  auto back = JobConfig::ParseSpec(c->ToString());
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->allow, c->allow);
+  auto none = JobConfig::ParseSpec("id=1,workers=2,elements=10");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->allow.empty()) << "default: any source";
+  EXPECT_EQ(none->ToString().find("allow"), std::string::npos) << none->ToString();
+  // Validate() checks a table filled by hand (the runtime API's path).
+  JobConfig bad = *none;
+  bad.allow.size = 1;  // an entry without a family
+  EXPECT_FALSE(bad.Validate().ok());
+}
+
 TEST(JobConfig, Defaults) {
   auto c = JobConfig::ParseSpec("id=1,workers=2,elements=10");
   ASSERT_TRUE(c.ok());
@@ -74,6 +93,12 @@ TEST(JobConfig, RefusesBadSpecsWithAMessageNamingTheProblem) {
            {"id=1,workers=2,elements=10,evict_after=5", "evict_after must be a duration"},
            {"id=1,workers=2,elements=10,evict_after=1500us", "whole milliseconds"},
            {"id=1,workers=2,elements=10,evict_after=2h", "evict_after must be"},
+           {"id=1,workers=2,elements=10,allow=10.0.0.0/33", "allow '10.0.0.0/33': prefix length"},
+           {"id=1,workers=2,elements=10,allow=10.0.0.1/8", "did you mean 10.0.0.0/8?"},
+           {"id=1,workers=2,elements=10,allow=host.example/8", "host names are not resolved"},
+           {"id=1,workers=2,elements=10,allow=1.0.0.0/8;2.0.0.0/8;3.0.0.0/8;4.0.0.0/8;"
+            "5.0.0.0/8;6.0.0.0/8;7.0.0.0/8;8.0.0.0/8;9.0.0.0/8",
+            "9 prefixes, at most 8"},
        }) {
     auto c = JobConfig::ParseSpec(k.spec);
     ASSERT_FALSE(c.ok()) << k.spec;

@@ -19,6 +19,14 @@ proto::Endpoint WorkerAddr(uint32_t rank, uint16_t port_base) {
   return e;
 }
 
+proto::Endpoint SwitchAddr(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
+  proto::Endpoint e;
+  e.family = proto::Endpoint::Family::kIPv4;
+  e.addr = {a, b, c, d};
+  e.port = 7000;
+  return e;
+}
+
 dataplane::JobConfig TestJob(uint32_t workers, dataplane::BarrierParams p, uint64_t elements,
                              uint32_t row) {
   dataplane::JobConfig c;
@@ -42,17 +50,27 @@ void Harness::CreateJob(dataplane::JobConfig c) {
 std::vector<Emitted> Harness::SendRaw(std::span<const uint8_t> datagram,
                                       const proto::Endpoint& src,
                                       dataplane::ProcessResult* result) {
+  return SendRaw(datagram, src, proto::Endpoint{}, result);
+}
+
+std::vector<Emitted> Harness::SendRaw(std::span<const uint8_t> datagram, const proto::Endpoint& src,
+                                      const proto::Endpoint& local,
+                                      dataplane::ProcessResult* result) {
   out_.Clear();
-  dataplane::ProcessResult r = pipeline_.Process(datagram, src, now, &out_);
+  dataplane::ProcessResult r = pipeline_.Process(datagram, src, local, now, &out_);
   if (result != nullptr) *result = r;
+  return Decoded(out_);
+}
+
+std::vector<Emitted> Harness::Decoded(const dataplane::Output& out) {
   std::vector<Emitted> emitted;
-  for (size_t i = 0; i < out_.size(); ++i) {
-    auto bytes = out_.bytes(i);
+  for (size_t i = 0; i < out.size(); ++i) {
+    auto bytes = out.bytes(i);
     proto::PacketView v;
     if (proto::Decode(bytes.data(), bytes.size(), &v) != proto::ParseError::kOk) {
       throw std::runtime_error("pipeline emitted a malformed packet");
     }
-    Emitted e{out_.packet(i).dst, v.header, {}};
+    Emitted e{out.packet(i).dst, v.header, {}, out.packet(i).src};
     for (size_t k = 0; k < v.header.count; ++k) e.values.push_back(v.Value(k));
     emitted.push_back(std::move(e));
   }

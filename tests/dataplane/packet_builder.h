@@ -39,9 +39,12 @@ struct Emitted {
   proto::Endpoint dst;
   proto::Header header;
   std::vector<int32_t> values;
+  proto::Endpoint src;  // the switch address to send from (invalid: any)
 };
 
 proto::Endpoint WorkerAddr(uint32_t rank, uint16_t port_base = 40000);
+// A switch address: `a.b.c.d` on port 7000.
+proto::Endpoint SwitchAddr(uint8_t a, uint8_t b, uint8_t c, uint8_t d);
 
 // Job 1 with `workers` ranks, `elements` values in rows of `row`, and policy `p`.
 dataplane::JobConfig TestJob(uint32_t workers, dataplane::BarrierParams p, uint64_t elements,
@@ -58,9 +61,15 @@ class Harness {
 
   void CreateJob(dataplane::JobConfig c);
 
-  // Sends a raw datagram from `src`; returns what was emitted.
+  // Sends a raw datagram from `src` (to the switch address `local`, invalid:
+  // unknown); returns what was emitted.
   std::vector<Emitted> SendRaw(std::span<const uint8_t> datagram, const proto::Endpoint& src,
                                dataplane::ProcessResult* result = nullptr);
+  std::vector<Emitted> SendRaw(std::span<const uint8_t> datagram, const proto::Endpoint& src,
+                               const proto::Endpoint& local,
+                               dataplane::ProcessResult* result = nullptr);
+  // Decodes what `out` holds (e.g. the output of a control operation).
+  static std::vector<Emitted> Decoded(const dataplane::Output& out);
   std::vector<Emitted> Send(const PacketBuilder& b, uint32_t from_rank,
                             dataplane::ProcessResult* result = nullptr) {
     auto d = b.Build();

@@ -56,7 +56,16 @@ TEST(Pipeline, RestartedRankLearnsWhereItStandsAndGetsTheModel) {
   h.JoinAll(2);
   h.Seed({1, 2, 3, 4, 5, 6});
   h.Step(0, 1, std::vector<int32_t>(6, 1));
-  // Rank 0 crashes while waiting and restarts on another port.
+  // Rank 0 crashes while waiting and restarts on another port. While its old
+  // binding is live the JOIN is refused (rank_in_use); once the rank is
+  // evicted (the daemon's silence evictor, or serene-ctl evict) it joins.
+  auto refused = h.SendRaw(h.Req(Op::kJoin, 0).Build(), WorkerAddr(0, 50000));
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].header.op, Op::kError);
+  EXPECT_EQ(refused[0].values[0], static_cast<int32_t>(proto::ErrorCode::kRankInUse));
+  dataplane::Output evict_out = dataplane::Output::ForBatch(1);
+  ASSERT_TRUE(h.pipeline().Evict(1, 0, h.now, &evict_out).ok());
+  EXPECT_TRUE(evict_out.empty()) << "rank 1 waits for nobody";
   auto ack = h.SendRaw(h.Req(Op::kJoin, 0).Build(), WorkerAddr(0, 50000));
   ASSERT_EQ(ack.size(), 1u);
   EXPECT_EQ(ack[0].values[proto::join_ack::kDone], 1);

@@ -114,6 +114,12 @@ std::vector<Fixture> Fixtures() {
        5, Verdict::kDropped, DropReason::kWrongSource, ParseError::kOk, 0},
       {"READ from another address", [] { return Good(Op::kRead, 0, 1, 0); }, 5, Verdict::kRefused,
        DropReason::kWrongSource, ParseError::kOk, static_cast<int>(ErrorCode::kWrongSource)},
+      {"JOIN of a live rank from another address (no take-over)", [] { return Good(Op::kJoin, 0); },
+       5, Verdict::kRefused, DropReason::kRankInUse, ParseError::kOk,
+       static_cast<int>(ErrorCode::kRankInUse)},
+      {"JOIN of a live rank from another address, carrying values",
+       [] { return Good(Op::kJoin, 0, 0, 0, {5}); }, 5, Verdict::kRefused, DropReason::kBadCount,
+       ParseError::kOk, static_cast<int>(ErrorCode::kBadCount)},
       {"READ at a clock the rank is not in", [] { return Good(Op::kRead, 0, 5, 0); }, 0,
        Verdict::kRefused, DropReason::kBadClock, ParseError::kOk,
        static_cast<int>(ErrorCode::kBadClock)},
@@ -209,10 +215,16 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, ValidationTest, ::testing::Range<size_t>(0, F
                            return name;
                          });
 
-TEST(Validation, RejoinFromNewAddressRebindsTheRank) {
+TEST(Validation, RejoinFromNewAddressRebindsTheRankOnceItIsNoLongerLive) {
   Harness h(kKey);
   Prepare(h);
-  // A restarted rank 1 joins from a new port: accepted, and replies go there.
+  // A restarted rank 1 joins from a new port while its old binding is live:
+  // refused (rank_in_use). Once evicted, it joins and replies go there.
+  dataplane::ProcessResult refused;
+  h.SendRaw(Good(Op::kJoin, 1), WorkerAddr(21), &refused);
+  EXPECT_EQ(refused.reason, DropReason::kRankInUse);
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  ASSERT_TRUE(h.pipeline().Evict(1, 1, h.now, &out).ok());
   auto e = h.SendRaw(Good(Op::kJoin, 1), WorkerAddr(21));
   ASSERT_EQ(OfOp(e, Op::kJoinAck).size(), 1u);
   EXPECT_EQ(OfOp(e, Op::kJoinAck)[0].dst, WorkerAddr(21));

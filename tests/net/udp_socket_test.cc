@@ -3,6 +3,8 @@
 #include "net/udp_socket.h"
 
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 
 #include <chrono>
 #include <string>
@@ -19,6 +21,7 @@ using Family = proto::Endpoint::Family;
 struct Received {
   proto::Endpoint src;
   std::vector<uint8_t> data;
+  proto::Endpoint local;  // the address the datagram reached (RecvBatch::local)
 };
 
 UdpSocket OpenOrDie(const UdpSocketOptions& o) {
@@ -46,7 +49,7 @@ std::vector<Received> RecvN(UdpSocket& sock, size_t want, size_t batch_size = 8)
     if (!n.ok()) break;
     for (size_t i = 0; i < *n; ++i) {
       auto d = batch.data(i);
-      got.push_back({batch.source(i), {d.begin(), d.end()}});
+      got.push_back({batch.source(i), {d.begin(), d.end()}, batch.local(i)});
     }
   }
   return got;
@@ -288,6 +291,171 @@ TEST(UdpSocketTest, MoveTransfersOwnership) {
   EXPECT_EQ(b.fd(), fd);
   b.Close();
   EXPECT_FALSE(b.is_open());
+}
+
+// --- Source addresses on multi-homed hosts (IP_PKTINFO / IPV6_PKTINFO) ---
+// Linux routes all of 127.0.0.0/8 to lo, so 127.0.0.2 and 127.0.0.3 are
+// addresses of this host that a socket bound to 0.0.0.0 serves, next to
+// 127.0.0.1: a host with several addresses, without configuring any.
+
+proto::Endpoint Host(const std::string& host, uint16_t port) {
+  auto ep = ParseHost(host, port);
+  EXPECT_TRUE(ep.ok()) << ep.status().message();
+  return ep.ok() ? *ep : proto::Endpoint{};
+}
+
+TEST(UdpSocketTest, WildcardSocketReportsEachDatagramsDestination) {
+  UdpSocket server = OpenOrDie(Opts("0.0.0.0"));
+  EXPECT_TRUE(server.learns_destination());
+  UdpSocket client = OpenOrDie(Opts("127.0.0.1"));
+  const uint16_t port = server.local().port;
+  for (const char* to : {"127.0.0.2", "127.0.0.1", "127.0.0.3"}) {
+    ASSERT_TRUE(client.SendTo(Host(to, port), Payload(1)).ok());
+  }
+  auto got = RecvN(server, 3);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].local, Host("127.0.0.2", port));
+  EXPECT_EQ(got[1].local, Host("127.0.0.1", port));
+  EXPECT_EQ(got[2].local, Host("127.0.0.3", port));
+  for (const auto& g : got) EXPECT_EQ(g.src, client.local());
+}
+
+TEST(UdpSocketTest, SpecificBindReportsTheBoundAddress) {
+  UdpSocket server = OpenOrDie(Opts("127.0.0.1"));
+  EXPECT_FALSE(server.learns_destination());
+  UdpSocket client = OpenOrDie(Opts("127.0.0.1"));
+  ASSERT_TRUE(client.SendTo(server.local(), Payload(1)).ok());
+  auto got = RecvN(server, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].local, server.local());
+}
+
+TEST(UdpSocketTest, LearningTheDestinationCanBeTurnedOff) {
+  UdpSocketOptions o = Opts("0.0.0.0");
+  o.learn_destination = false;
+  UdpSocket server = OpenOrDie(o);
+  EXPECT_FALSE(server.learns_destination());
+  UdpSocket client = OpenOrDie(Opts("127.0.0.1"));
+  ASSERT_TRUE(client.SendTo(Host("127.0.0.2", server.local().port), Payload(1)).ok());
+  auto got = RecvN(server, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_FALSE(got[0].local.valid()) << "unknown, not the wildcard";
+}
+
+TEST(UdpSocketTest, WildcardSocketSendsFromTheGivenSourceAddress) {
+  UdpSocket server = OpenOrDie(Opts("0.0.0.0"));
+  UdpSocket client = OpenOrDie(Opts("127.0.0.1"));
+  const uint16_t port = server.local().port;
+  // Without a source the kernel's routing picks 127.0.0.1 for a reply to
+  // 127.0.0.1: that is what a multi-homed switch must not rely on.
+  ASSERT_TRUE(server.SendTo(client.local(), Host("127.0.0.2", 0), Payload(1)).ok());
+  std::vector<uint8_t> p2 = Payload(2), p3 = Payload(3), p4 = Payload(4);
+  SendBatch batch(4);
+  ASSERT_TRUE(batch.Add(client.local(), Host("127.0.0.3", port), p2));
+  ASSERT_TRUE(batch.Add(client.local(), p3));  // no preference
+  ASSERT_TRUE(batch.Add(client.local(), Host("127.0.0.2", port), p4));
+  SendResult r = server.Send(&batch);
+  EXPECT_EQ(r.sent, 3u);
+  EXPECT_EQ(r.failed, 0u) << r.error.message();
+  auto got = RecvN(client, 4);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_EQ(got[0].src, Host("127.0.0.2", port)) << "the port is always the socket's";
+  EXPECT_EQ(got[1].src, Host("127.0.0.3", port));
+  EXPECT_EQ(got[2].src, Host("127.0.0.1", port));
+  EXPECT_EQ(got[3].src, Host("127.0.0.2", port));
+  EXPECT_EQ(got[3].data, p4);
+}
+
+TEST(UdpSocketTest, ASourceAddressNotOnTheHostFallsBackToTheKernelsChoice) {
+  // 198.51.100.77 (TEST-NET-2) is not an address of this host: the kernel
+  // refuses it as a source, and the datagram goes out from what routing picks.
+  UdpSocket server = OpenOrDie(Opts("0.0.0.0"));
+  UdpSocket client = OpenOrDie(Opts("127.0.0.1"));
+  const proto::Endpoint gone = Host("198.51.100.77", 0);
+  Status sent = server.SendTo(client.local(), gone, Payload(1));
+  ASSERT_TRUE(sent.ok()) << sent.message();
+  std::vector<uint8_t> p = Payload(2);
+  SendBatch batch(2);
+  ASSERT_TRUE(batch.Add(client.local(), gone, p));
+  SendResult r = server.Send(&batch);
+  EXPECT_EQ(r.sent, 1u);
+  EXPECT_EQ(r.failed, 0u) << r.error.message();
+  auto got = RecvN(client, 2);
+  ASSERT_EQ(got.size(), 2u);
+  for (const auto& g : got) EXPECT_EQ(FormatHost(g.src), "127.0.0.1");
+}
+
+TEST(UdpSocketTest, CanSendFromTellsWhichSocketsCanUseASourceAddress) {
+  UdpSocket wildcard = OpenOrDie(Opts("0.0.0.0"));
+  UdpSocket bound = OpenOrDie(Opts("127.0.0.1"));
+  const proto::Endpoint peer = Host("127.0.0.9", 5000);
+  const proto::Endpoint v6_peer = Host("::1", 5000);
+  EXPECT_TRUE(wildcard.CanSendFrom(Host("127.0.0.2", 7), peer));
+  EXPECT_TRUE(wildcard.CanSendFrom(proto::Endpoint{}, peer)) << "no preference";
+  EXPECT_FALSE(wildcard.CanSendFrom(Host("127.0.0.2", 7), v6_peer)) << "cannot reach";
+  EXPECT_TRUE(bound.CanSendFrom(Host("127.0.0.1", 7), peer)) << "its own address, any port";
+  EXPECT_FALSE(bound.CanSendFrom(Host("127.0.0.2", 7), peer));
+  EXPECT_TRUE(bound.CanSendFrom(Host("0.0.0.0", 0), peer)) << "wildcard: no preference";
+  EXPECT_FALSE(wildcard.CanSendFrom(Host("::1", 7), peer)) << "families must match";
+}
+
+TEST(UdpSocketTest, DualStackSocketLearnsAndAnswersFromIPv4Destinations) {
+  if (!HaveIPv6Loopback()) GTEST_SKIP() << "no IPv6 loopback";
+  UdpSocket server = OpenOrDie(Opts("::"));
+  EXPECT_TRUE(server.learns_destination());
+  UdpSocket client = OpenOrDie(Opts("127.0.0.1"));
+  const uint16_t port = server.local().port;
+  ASSERT_TRUE(client.SendTo(Host("127.0.0.2", port), Payload(1)).ok());
+  auto got = RecvN(server, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].local, Host("127.0.0.2", port)) << "canonical IPv4, not ::ffff:127.0.0.2";
+  ASSERT_TRUE(server.SendTo(got[0].src, got[0].local, Payload(2)).ok());
+  auto reply = RecvN(client, 1);
+  ASSERT_EQ(reply.size(), 1u);
+  EXPECT_EQ(reply[0].src, Host("127.0.0.2", port));
+}
+
+// A global or unique-local IPv6 address of this host other than ::1, or "".
+std::string OtherIPv6Address() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return "";
+  std::string found;
+  for (ifaddrs* i = list; i != nullptr && found.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET6) continue;
+    const proto::Endpoint ep = FromSockaddr(i->ifa_addr, sizeof(sockaddr_in6));
+    if (ep.family != Family::kIPv6 || IsLoopback(ep) ||
+        (ep.addr[0] == 0xfe && (ep.addr[1] & 0xc0) == 0x80)) {
+      continue;  // ::1, link-local
+    }
+    if (UdpSocket::Open(Opts(FormatHost(ep))).ok()) found = FormatHost(ep);
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+TEST(UdpSocketTest, WildcardIPv6SocketAnswersFromTheAddressReached) {
+  if (!HaveIPv6Loopback()) GTEST_SKIP() << "no IPv6 loopback";
+  const std::string other = OtherIPv6Address();
+  if (other.empty()) {
+    GTEST_SKIP() << "this host has no IPv6 address besides ::1 and link-local ones; "
+                    "IPV6_PKTINFO is not tested";
+  }
+  UdpSocketOptions o = Opts("::");
+  o.v6_only = true;
+  UdpSocket server = OpenOrDie(o);
+  UdpSocket client = OpenOrDie(Opts("::1"));
+  const uint16_t port = server.local().port;
+  ASSERT_TRUE(client.SendTo(Host(other, port), Payload(1)).ok());
+  ASSERT_TRUE(client.SendTo(Host("::1", port), Payload(2)).ok());
+  auto got = RecvN(server, 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].local, Host(other, port));
+  EXPECT_EQ(got[1].local, Host("::1", port));
+  // Routing would answer ::1 from ::1; the reply leaves from `other`.
+  ASSERT_TRUE(server.SendTo(got[0].src, got[0].local, Payload(3)).ok());
+  auto reply = RecvN(client, 1);
+  ASSERT_EQ(reply.size(), 1u);
+  EXPECT_EQ(reply[0].src, Host(other, port)) << other;
 }
 
 }  // namespace

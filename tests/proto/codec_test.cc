@@ -76,6 +76,8 @@ TEST(Codec, ClockArithmeticWrapsModulo32Bits) {
 TEST(Codec, NamesAreStable) {
   EXPECT_EQ(OpName(Op::kRelease), "RELEASE");
   EXPECT_EQ(ErrorName(ErrorCode::kBadRow), "bad_row");
+  EXPECT_EQ(ErrorName(ErrorCode::kRankInUse), "rank_in_use");
+  EXPECT_EQ(static_cast<int32_t>(ErrorCode::kRankInUse), 11) << "a wire value: never renumber";
   EXPECT_EQ(ParseErrorName(ParseError::kLengthMismatch), "length_mismatch");
   EXPECT_EQ(kMaxValues, 16370u);
 }

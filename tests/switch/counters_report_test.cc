@@ -98,5 +98,44 @@ TEST_F(SwitchCountersReportTest, ListsDropsParseErrorsAndRanks) {
   EXPECT_EQ(r.find(",key="), std::string::npos) << r;
 }
 
+TEST(SwitchCountersReport, ShowsTheAllowListTheAddressEachRankJoinedAndSecurityDrops) {
+  dataplane::Pipeline pipeline;
+  auto job = dataplane::JobConfig::ParseSpec(
+      "id=5,workers=2,elements=8,row=4,key=9,allow=127.0.0.0/8;fd00::/8");
+  ASSERT_TRUE(job.ok()) << job.status().message();
+  ASSERT_TRUE(pipeline.CreateJob(*job).ok());
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  const proto::Endpoint rank0 = *net::ParseEndpoint("127.0.0.1:40000");
+  const proto::Endpoint via = *net::ParseEndpoint("127.0.0.2:7000");
+  const auto send = [&](const std::vector<uint8_t>& d, const proto::Endpoint& from) {
+    out.Clear();
+    pipeline.Process(d, from, via, 1000, &out);
+  };
+  send(Packet(Op::kJoin, 0, 9), rank0);
+  send(Packet(Op::kJoin, 0, 9), *net::ParseEndpoint("127.0.0.1:40001"));  // rank_in_use
+  send(Packet(Op::kJoin, 1, 9), *net::ParseEndpoint("192.0.2.9:40000"));  // not allowed
+  ASSERT_TRUE(pipeline.Evict(5, 0, 2000, &out).ok());
+  proto::Header h;
+  h.op = Op::kLeave;
+  h.job = 5;
+  h.key = 9;
+  h.flags = proto::flags::kFinished;
+  std::vector<uint8_t> leave(proto::kHeaderSize);
+  proto::Encode(h, {}, leave.data());
+  send(leave, rank0);  // an evicted rank cannot end the job
+
+  const std::string r = FormatCountersReport(pipeline, ServerCounters{});
+  EXPECT_NE(Line(r, "job 5 ").find(",allow=127.0.0.0/8;fd00::/8,"), std::string::npos) << r;
+  EXPECT_EQ(Line(r, "job 5 ").find("finished"), std::string::npos) << r;
+  const std::string drops = Line(r, "  drops:");
+  EXPECT_NE(drops.find("rank_in_use=1"), std::string::npos) << r;
+  EXPECT_NE(drops.find("source_not_allowed=1"), std::string::npos) << r;
+  EXPECT_NE(drops.find("finish_not_live=1"), std::string::npos) << r;
+  EXPECT_NE(Line(r, "  rank 0 ").find("127.0.0.1:40000 via 127.0.0.2:7000 done="),
+            std::string::npos)
+      << r;
+  EXPECT_NE(Line(r, "  rank 1 ").find("(not joined) done="), std::string::npos) << r;
+}
+
 }  // namespace
 }  // namespace serene::switchd

@@ -257,6 +257,12 @@ TEST_F(MetricsExpositionTest, JobCounters) {
   EXPECT_EQ(At(m, R"(serene_job_drops_total{job_id="1",reason="bad_key"})"), "1");
   EXPECT_EQ(At(m, R"(serene_job_drops_total{job_id="1",reason="inc_duplicate"})"), "1");
   EXPECT_EQ(At(m, R"(serene_job_drops_total{job_id="1",reason="clock_early"})"), "0");
+  // Every reason is a series, the security ones too (DropReasonName).
+  for (const char* reason : {"rank_in_use", "finish_not_live", "source_not_allowed"}) {
+    EXPECT_EQ(At(m, R"(serene_job_drops_total{job_id="1",reason=")" + std::string(reason) + "\"}"),
+              "0")
+        << reason;
+  }
   EXPECT_EQ(m.count(R"(serene_job_drops_total{job_id="1",reason="unknown_job"})"), 0u);
   EXPECT_EQ(m.count(R"(serene_job_drops_total{job_id="1",reason="none"})"), 0u);
   EXPECT_EQ(At(m, R"(serene_job_releases_total{job_id="1"})"), "2");

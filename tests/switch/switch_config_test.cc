@@ -221,6 +221,20 @@ TEST(SwitchConfigTest, RefusesBadTomlNamingFileKeyAndValue) {
       {"[[job]]\nid = 1\nworkers = 2\nelements = 3\nkey = -5\n", "key must be"},
       {"[[job]]\nid = 1\nworkers = 1\nelements = 1\n[[job]]\nid = 1\nworkers = 1\nelements = 2\n",
        "bad.toml: job id 1 is defined twice"},
+      {"[[job]]\nid = 1\nworkers = 2\nelements = 3\nallow = [\"10.0.0.0/33\"]\n",
+       "bad.toml: [[job]] #1: allow '10.0.0.0/33': prefix length must be 0..32"},
+      {"[[job]]\nid = 1\nworkers = 2\nelements = 3\nallow = [\"10.1.0.0/8\"]\n",
+       "did you mean 10.0.0.0/8?"},
+      {"[[job]]\nid = 1\nworkers = 2\nelements = 3\nallow = [10]\n",
+       "[[job]] #1: allow: expected an array of prefix strings"},
+      {"[[job]]\nid = 1\nworkers = 2\nelements = 3\nallow = 10\n",
+       "[[job]] #1: allow is an integer"},
+      {"[[job]]\nid = 1\nworkers = 2\nelements = 3\nallow = [\"10.0.0.0/8;fd00::/8\"]\n",
+       "one prefix per array element"},
+      {"[[job]]\nid = 1\nworkers = 2\nelements = 3\nallow = [\"1.0.0.0/8\", \"2.0.0.0/8\", "
+       "\"3.0.0.0/8\", \"4.0.0.0/8\", \"5.0.0.0/8\", \"6.0.0.0/8\", \"7.0.0.0/8\", "
+       "\"8.0.0.0/8\", \"9.0.0.0/8\"]\n",
+       "9 prefixes, at most 8"},
   };
   for (const Case& c : cases) {
     auto r = ParseTomlConfig(c.toml, "bad.toml");
@@ -257,6 +271,45 @@ key = 1
   ASSERT_FALSE(dup.ok());
   EXPECT_NE(ErrorOf(dup).find("job id 1 is defined twice"), std::string::npos) << ErrorOf(dup);
   std::filesystem::remove(path);
+}
+
+TEST(SwitchConfigTest, AllowListsFromTheFileAndFromJobFlags) {
+  auto c = ParseTomlConfig(R"(
+[[job]]
+id = 1
+workers = 2
+elements = 10
+key = 1
+allow = ["10.0.0.0/8", "fd00::/8"]
+policy = "window=1,quorum=2,lag=1"
+[[job]]
+id = 2
+workers = 2
+elements = 10
+key = 2
+allow = "192.0.2.0/24;2001:db8::/32"
+[[job]]
+id = 3
+workers = 2
+elements = 10
+key = 3
+allow = []
+)",
+                           "allow.toml");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_EQ(c->jobs.size(), 3u);
+  EXPECT_EQ(c->jobs[0].allow.ToString(), "10.0.0.0/8;fd00::/8");
+  EXPECT_EQ(c->jobs[0].policy, (dataplane::BarrierParams{1, 2, 1}));
+  EXPECT_EQ(c->jobs[1].allow.ToString(), "192.0.2.0/24;2001:db8::/32");
+  EXPECT_TRUE(c->jobs[2].allow.empty()) << "an empty array admits every source";
+
+  auto flags = FromFlags({"--job", "id=4,workers=1,elements=5,key=4,allow=127.0.0.0/8;::1"});
+  ASSERT_TRUE(flags.ok()) << ErrorOf(flags);
+  EXPECT_EQ(flags->jobs[0].allow.ToString(), "127.0.0.0/8;::1/128");
+  auto bad = FromFlags({"--job", "id=4,workers=1,elements=5,allow=10.0.0.0/33"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(ErrorOf(bad).find("--job: bad job spec"), std::string::npos) << ErrorOf(bad);
+  EXPECT_NE(ErrorOf(bad).find("allow '10.0.0.0/33'"), std::string::npos) << ErrorOf(bad);
 }
 
 TEST(SwitchConfigTest, MissingFileIsNamed) {

@@ -92,10 +92,12 @@ void Join(UdpPeer& peer, const proto::Endpoint& sw, uint16_t rank) {
   EXPECT_EQ(static_cast<uint32_t>(ack->values[proto::join_ack::kDone]), proto::kNoClock);
 }
 
-void ExpectRelease(UdpPeer& peer, uint16_t rank, uint32_t clock) {
+// RELEASE for `rank` at `clock`, sent from `sw` (the address the rank talks to).
+void ExpectRelease(UdpPeer& peer, const proto::Endpoint& sw, uint16_t rank, uint32_t clock) {
   auto r = peer.Next();
   ASSERT_TRUE(r.has_value()) << "no RELEASE for rank " << rank << " clock " << clock;
   EXPECT_EQ(r->header.op, Op::kRelease);
+  EXPECT_EQ(r->src, sw);
   EXPECT_EQ(r->header.worker, rank);
   EXPECT_EQ(r->header.clock, clock);
   ASSERT_GE(r->values.size(), proto::release::kCount);
@@ -111,6 +113,7 @@ std::vector<int32_t> ReadModel(UdpPeer& peer, const proto::Endpoint& sw, uint16_
     EXPECT_TRUE(r.has_value()) << "no READ_REPLY for row " << row;
     if (!r) return model;
     EXPECT_EQ(r->header.op, Op::kReadReply);
+    EXPECT_EQ(r->src, sw);
     EXPECT_EQ(r->header.row, row);
     EXPECT_EQ(r->header.clock, clock);
     model.insert(model.end(), r->values.begin(), r->values.end());
@@ -142,8 +145,8 @@ void DriveJob(const proto::Endpoint& sw, const std::string& host) {
   IncAll(r0, sw, 0, 0, model);
   ASSERT_TRUE(r0.Send(sw, Req(Op::kClock, 0, 0, /*rows=*/3)));
   ASSERT_TRUE(r1.Send(sw, Req(Op::kClock, 1, 0, /*rows=*/0)));
-  ExpectRelease(r0, 0, 0);
-  ExpectRelease(r1, 1, 0);
+  ExpectRelease(r0, sw, 0, 0);
+  ExpectRelease(r1, sw, 1, 0);
   EXPECT_EQ(ReadModel(r1, sw, 1, 1), model);
 
   // Clock 1: both ranks add; the reads at clock 2 see the sum.
@@ -152,8 +155,8 @@ void DriveJob(const proto::Endpoint& sw, const std::string& host) {
   IncAll(r1, sw, 1, 1, d1);
   ASSERT_TRUE(r0.Send(sw, Req(Op::kClock, 0, 1, 3)));
   ASSERT_TRUE(r1.Send(sw, Req(Op::kClock, 1, 1, 3)));
-  ExpectRelease(r0, 0, 1);
-  ExpectRelease(r1, 1, 1);
+  ExpectRelease(r0, sw, 0, 1);
+  ExpectRelease(r1, sw, 1, 1);
   for (int32_t& v : model) v += 3;
   EXPECT_EQ(ReadModel(r0, sw, 0, 2), model);
 
@@ -233,6 +236,32 @@ TEST(SwitchDaemonTest, DefaultBindIsDualStack) {
   EXPECT_EQ(d.child().Wait(), 0);
   EXPECT_NE(d.child().output().find("rank 0 127.0.0.1:"), std::string::npos) << d.child().output();
   EXPECT_NE(d.child().output().find("rank 1 [::1]:"), std::string::npos) << d.child().output();
+}
+
+// Linux routes all of 127.0.0.0/8 to lo: a daemon bound to a wildcard
+// address is reached at 127.0.0.2 as well as 127.0.0.1, a host with two
+// addresses. Workers on 127.0.0.1 talk to 127.0.0.2; every reply and RELEASE
+// must come from 127.0.0.2 (DriveJob checks each packet's source), although
+// routing alone would answer 127.0.0.1 from 127.0.0.1.
+TEST(SwitchDaemonTest, WithAWildcardBindAnswersFromTheAddressWorkersTalkTo) {
+  Daemon d({"--bind", "0.0.0.0", "--port", "0", "--job", kJobFlag});
+  ASSERT_TRUE(d.WaitListening()) << d.child().output();
+  DriveJob(d.Target("127.0.0.2"), "127.0.0.1");
+  d.child().Signal(SIGTERM);
+  EXPECT_EQ(d.child().Wait(), 0);
+  const std::string out = d.child().output();
+  const std::string via = " via 127.0.0.2:" + std::to_string(d.Target().port) + " ";
+  EXPECT_NE(Line(out, "  rank 0 127.0.0.1:").find(via), std::string::npos) << out;
+  EXPECT_NE(Line(out, "ports:").find("tx_errors=0"), std::string::npos) << out;
+}
+
+TEST(SwitchDaemonTest, DualStackBindAnswersIPv4WorkersFromTheAddressTheyTalkTo) {
+  if (!HaveIPv6Loopback()) GTEST_SKIP() << "no IPv6 loopback";
+  Daemon d({"--port", "0", "--job", kJobFlag});
+  ASSERT_TRUE(d.WaitListening()) << d.child().output();
+  DriveJob(d.Target("127.0.0.2"), "127.0.0.1");
+  d.child().Signal(SIGTERM);
+  EXPECT_EQ(d.child().Wait(), 0);
 }
 
 TEST(SwitchDaemonTest, ReadsJobsFromAConfigFileAndFlags) {

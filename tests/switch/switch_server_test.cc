@@ -8,6 +8,7 @@
 #include <chrono>
 #include <thread>
 
+#include "net/address.h"
 #include "udp_peer.h"
 
 namespace serene::switchd::testing {
@@ -255,6 +256,141 @@ TEST(SwitchServerTest, HeldDatagramsAreProcessedAtStop) {
   server.Stop();  // before the second is over
   EXPECT_EQ(pipeline.global_counters().packets, 1u);
   EXPECT_EQ(server.counters().rx_faults.delivered, 1u);
+}
+
+// --- Source addresses on a multi-homed host ---
+// Linux routes all of 127.0.0.0/8 to lo: a switch bound to a wildcard
+// address is reached at 127.0.0.1 and at 127.0.0.2, a two-address host
+// without configuring any. A worker on 127.0.0.1 that talks to 127.0.0.2
+// must hear from 127.0.0.2, although routing would answer it from 127.0.0.1.
+
+proto::Endpoint At(const std::string& host, uint16_t port) {
+  auto ep = net::ParseHost(host, port);
+  EXPECT_TRUE(ep.ok()) << ep.status().message();
+  return ep.ok() ? *ep : proto::Endpoint{};
+}
+
+struct MultiHomedCase {
+  const char* bind;
+  const char* fault;  // "" = none
+};
+
+void PrintTo(const MultiHomedCase& c, std::ostream* os) {
+  *os << "bind " << c.bind << (*c.fault != 0 ? ", fault " : "") << c.fault;
+}
+
+class MultiHomedTest : public ::testing::TestWithParam<MultiHomedCase> {};
+
+TEST_P(MultiHomedTest, RepliesAndReleasesLeaveFromTheAddressEachRankTalksTo) {
+  const MultiHomedCase c = GetParam();
+  if (std::string(c.bind) == "::" && !HaveIPv6Loopback()) GTEST_SKIP() << "no IPv6";
+  dataplane::Pipeline pipeline;
+  ASSERT_TRUE(pipeline.CreateJob(Job(2)).ok());
+  ServerOptions o = Loopback();
+  o.bind = {c.bind};
+  o.fault = *net::FaultSpec::Parse(c.fault);
+  SwitchServer server(&pipeline, o);
+  ASSERT_TRUE(server.Start().ok());
+  const uint16_t port = server.local_endpoints()[0].port;
+  const proto::Endpoint a = At("127.0.0.2", port), b = At("127.0.0.1", port);
+  UdpPeer r0, r1;  // both on 127.0.0.1; rank 0 talks to a, rank 1 to b
+
+  ASSERT_TRUE(r0.Send(a, Req(Op::kJoin, 0)));
+  auto ack0 = r0.Next();
+  ASSERT_TRUE(ack0.has_value());
+  EXPECT_EQ(ack0->header.op, Op::kJoinAck);
+  EXPECT_EQ(ack0->src, a) << "a reply leaves from the address its request reached";
+  ASSERT_TRUE(r1.Send(b, Req(Op::kJoin, 1)));
+  auto ack1 = r1.Next();
+  ASSERT_TRUE(ack1.has_value());
+  EXPECT_EQ(ack1->src, b);
+
+  // Rank 0 seeds and waits; rank 1's CLOCK (through b) releases both.
+  ASSERT_TRUE(r0.Send(a, Req(Op::kInc, 0, 0, 0, {1, 2, 3, 4})));
+  ASSERT_TRUE(r0.Send(a, Req(Op::kInc, 0, 0, 1, {5, 6, 7, 8})));
+  ASSERT_TRUE(r0.Send(a, Req(Op::kClock, 0, 0, 2)));
+  ASSERT_TRUE(WaitFor(server, [&](const ServerCounters&) {
+    auto t = pipeline.Telemetry(1);
+    return t.ok() && t->workers[0].waiting;
+  }));
+  ASSERT_TRUE(r1.Send(b, Req(Op::kClock, 1, 0, 0)));
+  auto rel1 = r1.Next();
+  ASSERT_TRUE(rel1.has_value());
+  EXPECT_EQ(rel1->header.op, Op::kRelease);
+  EXPECT_EQ(rel1->src, b);
+  auto rel0 = r0.Next();
+  ASSERT_TRUE(rel0.has_value());
+  EXPECT_EQ(rel0->header.op, Op::kRelease);
+  EXPECT_EQ(rel0->src, a) << "a RELEASE triggered by another rank leaves from where rank 0 joined";
+
+  // A READ through a: the reply from a.
+  ASSERT_TRUE(r0.Send(a, Req(Op::kRead, 0, 1, 0)));
+  auto row = r0.Next();
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(row->header.op, Op::kReadReply);
+  EXPECT_EQ(row->src, a);
+
+  // Rank 0 completes clock 1 and waits; the operator evicts rank 1: the
+  // RELEASE a control operation emits also leaves from a.
+  ASSERT_TRUE(r0.Send(a, Req(Op::kClock, 0, 1, 0)));
+  ASSERT_TRUE(WaitFor(server, [&](const ServerCounters&) {
+    auto t = pipeline.Telemetry(1);
+    return t.ok() && t->workers[0].waiting && t->workers[0].done == 1;
+  }));
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  ASSERT_TRUE(pipeline.Evict(1, 1, NowNanos(), &out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  ASSERT_TRUE(server.Send(out).ok());
+  auto control = r0.Next();
+  ASSERT_TRUE(control.has_value());
+  EXPECT_EQ(control->header.op, Op::kRelease);
+  EXPECT_EQ(control->header.clock, 1u);
+  EXPECT_EQ(control->src, a);
+
+  server.Stop();
+  EXPECT_EQ(server.counters().tx_errors, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Binds, MultiHomedTest,
+    ::testing::Values(MultiHomedCase{"0.0.0.0", ""}, MultiHomedCase{"::", ""},
+                      MultiHomedCase{"0.0.0.0", "delay=1ms,dir=both,seed=5"}),
+    [](const ::testing::TestParamInfo<MultiHomedCase>& param_info) {
+      const MultiHomedCase& c = param_info.param;
+      std::string name = std::string(c.bind) == "::" ? "DualStack" : "IPv4Wildcard";
+      if (*c.fault != 0) name += "WithFaultInjection";
+      return name;
+    });
+
+TEST(SwitchServerTest, WithSpecificBindsAReleaseLeavesThroughTheSocketTheRankJoined) {
+  dataplane::Pipeline pipeline;
+  ASSERT_TRUE(pipeline.CreateJob(Job(2)).ok());
+  ServerOptions o = Loopback();
+  o.bind = {"127.0.0.1", "127.0.0.2"};
+  SwitchServer server(&pipeline, o);
+  ASSERT_TRUE(server.Start().ok());
+  const auto eps = server.local_endpoints();
+  ASSERT_EQ(eps.size(), 2u);
+  UdpPeer r0, r1;
+  ASSERT_TRUE(r0.Send(eps[1], Req(Op::kJoin, 0)));  // rank 0 through 127.0.0.2
+  ASSERT_TRUE(r0.Next().has_value());
+  ASSERT_TRUE(r1.Send(eps[0], Req(Op::kJoin, 1)));  // rank 1 through 127.0.0.1
+  ASSERT_TRUE(r1.Next().has_value());
+  ASSERT_TRUE(r0.Send(eps[1], Req(Op::kClock, 0, 0, 0)));
+  ASSERT_TRUE(WaitFor(server, [&](const ServerCounters&) {
+    auto t = pipeline.Telemetry(1);
+    return t.ok() && t->workers[0].waiting;
+  }));
+  // Rank 1's CLOCK arrives on the 127.0.0.1 socket; rank 0's RELEASE leaves
+  // through the 127.0.0.2 socket, the address rank 0 talks to.
+  ASSERT_TRUE(r1.Send(eps[0], Req(Op::kClock, 1, 0, 0)));
+  auto rel0 = r0.Next();
+  ASSERT_TRUE(rel0.has_value());
+  EXPECT_EQ(rel0->header.op, Op::kRelease);
+  EXPECT_EQ(rel0->src, eps[1]);
+  auto rel1 = r1.Next();
+  ASSERT_TRUE(rel1.has_value());
+  EXPECT_EQ(rel1->src, eps[0]);
 }
 
 }  // namespace

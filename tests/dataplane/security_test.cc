@@ -1,0 +1,330 @@
+// Who may send what (docs/security.md): a live rank cannot be taken over
+// from another address (rank_in_use), only a live rank's LEAVE ends the job
+// (finish_not_live), the job's source allow-list (source_not_allowed), and
+// the switch address each emitted packet leaves from (replies from the
+// request's destination, other RELEASEs from the address the rank's JOIN
+// reached).
+#include <gtest/gtest.h>
+
+#include "packet_builder.h"
+
+namespace serene::testing {
+namespace {
+
+using dataplane::BarrierParams;
+using dataplane::DropReason;
+using dataplane::JobConfig;
+using dataplane::Verdict;
+using proto::ErrorCode;
+using proto::Op;
+
+JobConfig Job(uint32_t workers) { return TestJob(workers, BarrierParams::Sync(), 6, 3); }
+
+int32_t CodeOf(const Emitted& e) { return e.values.at(proto::error_reply::kCode); }
+
+proto::Endpoint V6(std::initializer_list<uint8_t> head, uint16_t port = 40000) {
+  proto::Endpoint e;
+  e.family = proto::Endpoint::Family::kIPv6;
+  size_t i = 0;
+  for (uint8_t b : head) e.addr[i++] = b;
+  e.addr[15] = 1;
+  e.port = port;
+  return e;
+}
+
+proto::Endpoint V4(uint8_t a, uint8_t b, uint8_t c, uint8_t d, uint16_t port = 40000) {
+  proto::Endpoint e = SwitchAddr(a, b, c, d);
+  e.port = port;
+  return e;
+}
+
+// --- Rank binding ---
+
+TEST(RankBinding, ALiveRankCannotBeTakenOverFromAnotherAddress) {
+  Harness h;
+  h.CreateJob(Job(2));
+  h.JoinAll(2);
+  h.Seed({1, 2, 3, 4, 5, 6});
+  const proto::Endpoint intruder = WorkerAddr(0, 50000);
+
+  dataplane::ProcessResult r;
+  auto e = h.SendRaw(h.Req(Op::kJoin, 0).Build(), intruder, &r);
+  EXPECT_EQ(r.verdict, Verdict::kRefused);
+  EXPECT_EQ(r.reason, DropReason::kRankInUse);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].header.op, Op::kError);
+  EXPECT_EQ(e[0].dst, intruder);
+  EXPECT_EQ(CodeOf(e[0]), static_cast<int32_t>(ErrorCode::kRankInUse));
+  EXPECT_EQ(e[0].values[proto::error_reply::kOp], static_cast<int32_t>(Op::kJoin));
+  EXPECT_FALSE(e[0].header.flags & proto::flags::kEvicted);
+
+  auto t = h.Telemetry();
+  EXPECT_EQ(t.workers[0].addr, WorkerAddr(0)) << "the binding did not move";
+  EXPECT_EQ(t.workers[0].counters.joins, 1u);
+  EXPECT_EQ(t.counters.drops[static_cast<size_t>(DropReason::kRankInUse)], 1u);
+  // The real rank goes on as if nothing happened; the intruder gets nothing.
+  auto row = h.Read(0, 1, 0);
+  ASSERT_TRUE(row.has_value());
+  EXPECT_EQ(row->header.op, Op::kReadReply);
+  h.SendRaw(h.Req(Op::kRead, 0).Clock(1).Row(0).Build(), intruder, &r);
+  EXPECT_EQ(r.reason, DropReason::kWrongSource);
+}
+
+TEST(RankBinding, ARefusedJoinDoesNotKeepADeadBindingAlive) {
+  // A restarted worker (new port) retries JOIN while its old binding is
+  // live: the retries must not refresh the old binding's last_seen, or the
+  // silence evictor would never free the rank for it.
+  Harness h;
+  h.CreateJob(Job(2));
+  h.JoinAll(2);
+  const proto::Endpoint restarted = WorkerAddr(0, 50000);
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  for (int i = 0; i < 5; ++i) {
+    h.now += 400;
+    dataplane::ProcessResult r;
+    h.SendRaw(h.Req(Op::kJoin, 0).Build(), restarted, &r);
+    EXPECT_EQ(r.reason, DropReason::kRankInUse);
+  }
+  auto evicted = h.pipeline().EvictIfSilent(1, 0, /*silent_ns=*/2000, h.now, &out);
+  ASSERT_TRUE(evicted.ok());
+  EXPECT_TRUE(*evicted) << "silent since its last own packet, 2000 ns ago";
+  auto ack = h.SendRaw(h.Req(Op::kJoin, 0).Build(), restarted);
+  ASSERT_EQ(OfOp(ack, Op::kJoinAck).size(), 1u);
+  EXPECT_EQ(OfOp(ack, Op::kJoinAck)[0].dst, restarted);
+  EXPECT_EQ(h.Telemetry().workers[0].addr, restarted);
+  EXPECT_TRUE(h.Telemetry().workers[0].live);
+}
+
+TEST(RankBinding, ARankThatLeftMayJoinFromAnotherAddress) {
+  Harness h;
+  h.CreateJob(Job(2));
+  h.JoinAll(2);
+  auto bye = h.Send(h.Req(Op::kLeave, 1), 1);
+  ASSERT_EQ(OfOp(bye, Op::kLeave).size(), 1u);
+  auto ack = h.SendRaw(h.Req(Op::kJoin, 1).Build(), WorkerAddr(1, 50000));
+  ASSERT_EQ(OfOp(ack, Op::kJoinAck).size(), 1u);
+  dataplane::ProcessResult r;
+  h.Send(h.Req(Op::kRead, 1).Clock(0).Row(0), 1, &r);
+  EXPECT_EQ(r.reason, DropReason::kWrongSource) << "the old address lost the rank";
+}
+
+TEST(RankBinding, AJoinFromTheBoundAddressIsIdempotent) {
+  Harness h;
+  h.CreateJob(Job(2));
+  h.JoinAll(2);
+  h.Seed({1, 2, 3, 4, 5, 6});
+  auto again = h.Join(0);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].header.op, Op::kJoinAck);
+  EXPECT_EQ(again[0].values[proto::join_ack::kDone], 0);
+  auto t = h.Telemetry();
+  EXPECT_EQ(t.workers[0].counters.joins, 2u);
+  EXPECT_EQ(t.counters.drops[static_cast<size_t>(DropReason::kRankInUse)], 0u);
+}
+
+// --- LEAVE with FINISHED ---
+
+TEST(Finish, AnEvictedRanksLeaveIsAnsweredButCannotEndTheJob) {
+  Harness h;
+  h.CreateJob(Job(3));
+  h.JoinAll(3);
+  h.Seed({1, 2, 3, 4, 5, 6});
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  ASSERT_TRUE(h.pipeline().Evict(1, 0, h.now, &out).ok());
+
+  dataplane::ProcessResult r;
+  auto e = h.Send(h.Req(Op::kLeave, 0).Flags(proto::flags::kFinished), 0, &r);
+  EXPECT_EQ(r.verdict, Verdict::kReplied);
+  EXPECT_EQ(r.reason, DropReason::kFinishNotLive);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].header.op, Op::kLeave) << "answered, so its client can exit";
+  EXPECT_FALSE(e[0].header.flags & proto::flags::kFinished);
+  auto t = h.Telemetry();
+  EXPECT_FALSE(t.finished);
+  EXPECT_EQ(t.counters.drops[static_cast<size_t>(DropReason::kFinishNotLive)], 1u);
+
+  // The live ranks go on under SYNC: no FINISHED, real barrier.
+  auto w1 = h.Step(1, 1, std::vector<int32_t>(6, 1));
+  EXPECT_TRUE(ReleasedRanks(w1).empty()) << "rank 2 has not completed clock 1";
+  auto w2 = h.Step(2, 1, std::vector<int32_t>(6, 1));
+  EXPECT_EQ(ReleasedRanks(w2), (std::vector<uint32_t>{1, 2}));
+  for (const auto& x : w2) EXPECT_FALSE(x.header.flags & proto::flags::kFinished);
+
+  // A live rank's LEAVE with FINISHED still ends the job.
+  h.Send(h.Req(Op::kLeave, 1).Flags(proto::flags::kFinished), 1, &r);
+  EXPECT_EQ(r.reason, DropReason::kNone);
+  EXPECT_TRUE(h.Telemetry().finished);
+}
+
+TEST(Finish, ARankThatLeftCannotEndTheJobLater) {
+  Harness h;
+  h.CreateJob(Job(2));
+  h.JoinAll(2);
+  h.Send(h.Req(Op::kLeave, 0), 0);
+  dataplane::ProcessResult r;
+  auto e = h.Send(h.Req(Op::kLeave, 0).Flags(proto::flags::kFinished), 0, &r);
+  EXPECT_EQ(r.reason, DropReason::kFinishNotLive);
+  EXPECT_EQ(OfOp(e, Op::kLeave).size(), 1u);
+  EXPECT_FALSE(h.Telemetry().finished);
+}
+
+// --- Source allow-list ---
+
+JobConfig AllowedJob(const char* allow) {
+  JobConfig c = Job(3);
+  auto list = dataplane::SourceAllowList::Parse(allow);
+  EXPECT_TRUE(list.ok()) << list.status().message();
+  c.allow = *list;
+  return c;
+}
+
+TEST(AllowList, PacketsFromOutsideAreDroppedSilentlyAndCounted) {
+  Harness h;
+  h.CreateJob(AllowedJob("10.0.0.0/8;fd00::/8"));
+  dataplane::ProcessResult r;
+  // 127.0.0.1 is outside: even with the right key the JOIN gets no answer.
+  auto e = h.Join(0);
+  EXPECT_TRUE(e.empty());
+  auto t = h.Telemetry();
+  EXPECT_FALSE(t.workers[0].joined);
+  EXPECT_EQ(t.counters.drops[static_cast<size_t>(DropReason::kSourceNotAllowed)], 1u);
+  EXPECT_EQ(t.counters.rx_by_op[static_cast<size_t>(Op::kJoin)], 0u)
+      << "not counted as an accepted request";
+
+  e = h.SendRaw(h.Req(Op::kJoin, 0).Build(), V4(10, 1, 2, 3), &r);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].header.op, Op::kJoinAck);
+  e = h.SendRaw(h.Req(Op::kJoin, 1).Build(), V6({0xfd, 0x00, 0, 7}), &r);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].header.op, Op::kJoinAck);
+  e = h.SendRaw(h.Req(Op::kJoin, 2).Build(), V6({0xfc, 0x00}), &r);
+  EXPECT_TRUE(e.empty());
+  EXPECT_EQ(r.reason, DropReason::kSourceNotAllowed);
+  e = h.SendRaw(h.Req(Op::kJoin, 2).Build(), V4(11, 0, 0, 1), &r);
+  EXPECT_TRUE(e.empty());
+  EXPECT_EQ(r.verdict, Verdict::kDropped);
+  EXPECT_EQ(r.reason, DropReason::kSourceNotAllowed);
+  EXPECT_EQ(h.Telemetry().counters.drops[static_cast<size_t>(DropReason::kSourceNotAllowed)], 3u);
+}
+
+TEST(AllowList, TheKeyIsCheckedFirst) {
+  Harness h;
+  h.CreateJob(AllowedJob("10.0.0.0/8"));
+  dataplane::ProcessResult r;
+  auto bad = PacketBuilder(Op::kJoin, 1, 0, h.key() + 1).Build();
+  h.SendRaw(bad, WorkerAddr(0), &r);
+  EXPECT_EQ(r.reason, DropReason::kBadKey);
+  EXPECT_EQ(h.pipeline().global_counters().bad_key, 1u);
+}
+
+TEST(AllowList, AStrangerOutsideTheListCannotTouchABoundRank) {
+  Harness h;
+  h.CreateJob(AllowedJob("10.0.0.0/24"));
+  const proto::Endpoint rank0 = V4(10, 0, 0, 9);
+  ASSERT_EQ(h.SendRaw(h.Req(Op::kJoin, 0).Build(), rank0).size(), 1u);
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  ASSERT_TRUE(h.pipeline().Evict(1, 0, h.now, &out).ok());
+  // Even an evicted rank cannot be re-bound from outside, nor the job ended.
+  dataplane::ProcessResult r;
+  EXPECT_TRUE(h.SendRaw(h.Req(Op::kJoin, 0).Build(), V4(10, 0, 1, 9), &r).empty());
+  EXPECT_EQ(r.reason, DropReason::kSourceNotAllowed);
+  EXPECT_TRUE(
+      h.SendRaw(h.Req(Op::kLeave, 0).Flags(proto::flags::kFinished).Build(), V4(192, 168, 0, 1), &r)
+          .empty());
+  auto t = h.Telemetry();
+  EXPECT_EQ(t.workers[0].addr, rank0);
+  EXPECT_FALSE(t.finished);
+}
+
+TEST(AllowList, EmptyListAdmitsEverySource) {
+  Harness h;
+  h.CreateJob(Job(2));
+  EXPECT_EQ(h.SendRaw(h.Req(Op::kJoin, 0).Build(), V4(203, 0, 113, 5)).size(), 1u);
+  EXPECT_EQ(h.SendRaw(h.Req(Op::kJoin, 1).Build(), V6({0x20, 0x01, 0x0d, 0xb8})).size(), 1u);
+}
+
+// --- The switch address packets leave from ---
+
+TEST(SourceAddress, RepliesLeaveFromTheAddressTheRequestReached) {
+  Harness h;
+  h.CreateJob(Job(2));
+  const proto::Endpoint a = SwitchAddr(10, 0, 0, 1), b = SwitchAddr(10, 0, 0, 2);
+  auto ack0 = h.SendRaw(h.Req(Op::kJoin, 0).Build(), WorkerAddr(0), a);
+  auto ack1 = h.SendRaw(h.Req(Op::kJoin, 1).Build(), WorkerAddr(1), b);
+  ASSERT_EQ(ack0.size(), 1u);
+  ASSERT_EQ(ack1.size(), 1u);
+  EXPECT_EQ(ack0[0].src, a);
+  EXPECT_EQ(ack1[0].src, b);
+  EXPECT_EQ(h.Telemetry().workers[0].local, a);
+  EXPECT_EQ(h.Telemetry().workers[1].local, b);
+
+  // Seeding: rank 0 through a, rank 1 through b. Rank 1's CLOCK releases
+  // both: each RELEASE leaves from the address its own rank talks to.
+  for (uint32_t r = 0; r < 2; ++r) {
+    h.SendRaw(h.Req(Op::kInc, 0).Clock(0).Row(r).Values({1, 2, 3}).Build(), WorkerAddr(0), a);
+  }
+  EXPECT_TRUE(h.SendRaw(h.Req(Op::kClock, 0).Clock(0).Row(2).Build(), WorkerAddr(0), a).empty());
+  auto rel = h.SendRaw(h.Req(Op::kClock, 1).Clock(0).Row(0).Build(), WorkerAddr(1), b);
+  ASSERT_EQ(ReleasedRanks(rel), (std::vector<uint32_t>{0, 1}));
+  for (const auto& x : rel) {
+    EXPECT_EQ(x.src, x.header.worker == 0 ? a : b) << "RELEASE of rank " << x.header.worker;
+  }
+
+  // A READ, a retransmitted CLOCK's RELEASE and an ERROR answer from where
+  // the request went, even if that is not where the rank joined.
+  auto read = h.SendRaw(h.Req(Op::kRead, 0).Clock(1).Row(0).Build(), WorkerAddr(0), a);
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_EQ(read[0].src, a);
+  auto again = h.SendRaw(h.Req(Op::kClock, 0).Clock(0).Row(2).Build(), WorkerAddr(0), b);
+  ASSERT_EQ(OfOp(again, Op::kRelease).size(), 1u);
+  EXPECT_EQ(again[0].src, b);
+  auto error = h.SendRaw(h.Req(Op::kRead, 0).Clock(9).Row(0).Build(), WorkerAddr(0), b);
+  ASSERT_EQ(OfOp(error, Op::kError).size(), 1u);
+  EXPECT_EQ(error[0].src, b);
+  // A NACK answers the CLOCK it refuses.
+  auto nack = h.SendRaw(h.Req(Op::kClock, 1).Clock(1).Row(2).Build(), WorkerAddr(1), b);
+  ASSERT_EQ(OfOp(nack, Op::kNack).size(), 1u);
+  EXPECT_EQ(nack[0].src, b);
+
+  // Rank 0 completes clock 1 and waits for rank 1; the operator evicts rank
+  // 1: rank 0's RELEASE, emitted by a control operation, leaves from a.
+  for (uint32_t r = 0; r < 2; ++r) {
+    h.SendRaw(h.Req(Op::kInc, 0).Clock(1).Row(r).Values({1, 1, 1}).Build(), WorkerAddr(0), a);
+  }
+  EXPECT_TRUE(h.SendRaw(h.Req(Op::kClock, 0).Clock(1).Row(2).Build(), WorkerAddr(0), a).empty());
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  ASSERT_TRUE(h.pipeline().Evict(1, 1, h.now, &out).ok());
+  auto control = Harness::Decoded(out);
+  ASSERT_EQ(ReleasedRanks(control), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(control[0].src, a);
+  EXPECT_EQ(control[0].dst, WorkerAddr(0));
+}
+
+TEST(SourceAddress, ARejoinThroughAnotherAddressMovesTheRanksReleases) {
+  Harness h;
+  h.CreateJob(Job(2));
+  const proto::Endpoint a = SwitchAddr(10, 0, 0, 1), b = SwitchAddr(10, 0, 0, 2);
+  h.SendRaw(h.Req(Op::kJoin, 0).Build(), WorkerAddr(0), a);
+  h.SendRaw(h.Req(Op::kJoin, 1).Build(), WorkerAddr(1), a);
+  auto ack = h.SendRaw(h.Req(Op::kJoin, 0).Build(), WorkerAddr(0), b);
+  ASSERT_EQ(ack.size(), 1u);
+  EXPECT_EQ(ack[0].src, b);
+  EXPECT_EQ(h.Telemetry().workers[0].local, b);
+  EXPECT_TRUE(h.SendRaw(h.Req(Op::kClock, 0).Clock(0).Row(0).Build(), WorkerAddr(0), b).empty());
+  auto rel = h.SendRaw(h.Req(Op::kClock, 1).Clock(0).Row(0).Build(), WorkerAddr(1), a);
+  for (const auto& x : OfOp(rel, Op::kRelease)) {
+    EXPECT_EQ(x.src, x.header.worker == 0 ? b : a) << "RELEASE of rank " << x.header.worker;
+  }
+}
+
+TEST(SourceAddress, UnknownWithoutALocalAddress) {
+  Harness h;
+  h.CreateJob(Job(1));
+  auto ack = h.Join(0);  // Process() without a local address
+  ASSERT_EQ(ack.size(), 1u);
+  EXPECT_FALSE(ack[0].src.valid());
+  EXPECT_FALSE(h.Telemetry().workers[0].local.valid());
+}
+
+}  // namespace
+}  // namespace serene::testing
