@@ -103,6 +103,10 @@ int main(int argc, char** argv) {
       if (s == rank) p.straggle = std::chrono::milliseconds(straggle_ms);
     }
     return serene::loadgen::RunAggregateWorker(o, p).ToJson();
+  }, [](const std::string& line) {
+    // A failed rank ends the others at once: they would wait for it.
+    auto rep = serene::loadgen::WorkerReport::FromJson(line);
+    return !rep.ok() || !rep->ok;
   });
   if (!results.ok()) {
     fmt::print(stderr, "serene-bench: {}\n", results.status().message());
@@ -115,10 +119,15 @@ int main(int argc, char** argv) {
   fmt::print("\n{:>4} {:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>5} {:>8} {:>8} {:>6}  {}\n", "rank",
              "clocks", "checked", "time s", "pull s", "push s", "wait s", "lead", "re-READ",
              "re-CLOCK", "nacks", "result");
-  for (const auto& child : *results) {
+  for (size_t i = 0; i < results->size(); ++i) {
+    const auto& child = (*results)[i];
     auto rep = serene::loadgen::WorkerReport::FromJson(child.line);
     if (!rep.ok()) {
-      fmt::print("  a worker died (exit {}) without a report\n", child.exit_code);
+      if (child.stopped) {
+        fmt::print("{:>4}  stopped: another rank failed (its line says why)\n", i);
+      } else {
+        fmt::print("{:>4}  died (exit {}) without a report\n", i, child.exit_code);
+      }
       all_ok = false;
       continue;
     }
