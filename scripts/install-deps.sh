@@ -6,8 +6,8 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential cmake ninja-build pkg-config git
-  # test and benchmark frameworks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # test and benchmark frameworks; clang for the libFuzzer targets (fuzz/)
+  libgtest-dev libgmock-dev libbenchmark-dev clang-14 libclang-rt-14-dev
   # libraries
   libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   liburing-dev zlib1g-dev
