@@ -66,14 +66,16 @@ bool ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
   return true;
 }
 
-void ReadRow(const JobState& job, uint32_t row, bool exact, uint8_t* out_be) {
+uint32_t ReadRow(JobState& job, uint32_t row, bool exact, uint8_t* out_be) {
   const int32_t* vis = job.VisibleRow(row);
   const uint32_t n = job.config.RowLength(row);
   if (exact || job.pending_clock[row] == proto::kNoClock) {
     StoreRowBigEndian(out_be, vis, n);
-  } else {
-    StoreRowSumBigEndian(out_be, vis, job.PendingRow(row), n);
+    return 0;
   }
+  const uint32_t clamps = StoreRowSumBigEndian(out_be, vis, job.PendingRow(row), n);
+  NoteClamps(job, clamps);
+  return clamps;
 }
 
 }  // namespace serene::dataplane

@@ -47,9 +47,12 @@ bool ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
               const uint8_t* be_values);
 
 // Writes row r into `out_be` (big-endian, RowLength(r) values): the visible
-// model if `exact` (ExactAt the reader's clock), else the live table.
+// model if `exact` (ExactAt the reader's clock), else the live table
+// (visible + pending). Returns how many of the live sums were clamped: the
+// model the reader sees is then not exact, and they are counted and mark the
+// job saturated like any clamp (the fold of the row counts them again).
 // REQUIRES: MaybeFoldRow(job, row) was called first (the caller folds before
 // writing the reply's header, so a saturation the fold causes is flagged).
-void ReadRow(const JobState& job, uint32_t row, bool exact, uint8_t* out_be);
+uint32_t ReadRow(JobState& job, uint32_t row, bool exact, uint8_t* out_be);
 
 }  // namespace serene::dataplane

@@ -74,7 +74,7 @@ struct WorkerCounters {
 struct JobCounters {
   std::array<uint64_t, proto::kMaxOp + 1> rx_by_op = {};  // authenticated packets, by op
   std::array<uint64_t, kNumDropReasons> drops = {};       // by reason
-  uint64_t saturations = 0;  // additions clamped to int32 range
+  uint64_t saturations = 0;  // values clamped to the int32 range (additions, live reads)
   uint64_t folds = 0;        // pending rows folded into the visible model
   uint64_t releases = 0;
   uint64_t nacks = 0;

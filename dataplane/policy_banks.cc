@@ -46,7 +46,10 @@ Result<PolicyChange> InstallPolicy(JobState& job, const BarrierParams& params,
 
 bool MaybeRetireBank(JobState& job) {
   if (!job.swap_pending) return false;
-  if (job.live_count > 0 && proto::ClockDiff(job.low_all, job.swap_clock) < 0) return false;
+  // With no live rank there is nobody to have passed the swap clock: an
+  // evicted rank that joins again may still be judged for an earlier clock,
+  // by the old bank.
+  if (job.live_count == 0 || proto::ClockDiff(job.low_all, job.swap_clock) < 0) return false;
   job.active ^= 1;
   job.swap_pending = false;
   ++job.counters.swaps;

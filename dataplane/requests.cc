@@ -133,7 +133,11 @@ ProcessResult HandleRead(JobState& job, const proto::PacketView& pkt, const prot
   uint8_t* v = EmitReplyRaw(job, src, local, proto::Op::kReadReply, h.worker, h.clock, h.row,
                             exact ? proto::flags::kExact : 0, n, out);
   if (v == nullptr) return {Verdict::kDropped, DropReason::kNone};
-  ReadRow(job, h.row, exact, v);
+  if (ReadRow(job, h.row, exact, v) > 0) {
+    // The live sum was clamped after the header was written: flag this reply.
+    uint8_t* flags = v - proto::kHeaderSize + proto::kOffFlags;
+    proto::StoreU16(flags, static_cast<uint16_t>(proto::LoadU16(flags) | proto::flags::kSaturated));
+  }
   ++w.counters.reads;
   return {Verdict::kReplied};
 }

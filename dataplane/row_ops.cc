@@ -58,10 +58,11 @@ void StoreRowBigEndian(uint8_t* __restrict dst, const int32_t* __restrict a, uin
 }
 
 SERENE_ROW_KERNEL
-void StoreRowSumBigEndian(uint8_t* __restrict dst, const int32_t* __restrict a,
-                          const int32_t* __restrict b, uint32_t n) {
-  uint32_t clamps = 0;  // a read does not count clamps; the fold of the row does
+uint32_t StoreRowSumBigEndian(uint8_t* __restrict dst, const int32_t* __restrict a,
+                              const int32_t* __restrict b, uint32_t n) {
+  uint32_t clamps = 0;
   for (uint32_t i = 0; i < n; ++i) StoreBe(dst, i, AddSat(Load(a, i), Load(b, i), &clamps));
+  return clamps;
 }
 
 }  // namespace serene::dataplane

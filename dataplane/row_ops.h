@@ -21,7 +21,8 @@ uint32_t AddRowFromBigEndian(int32_t* dst, const uint8_t* src, uint32_t n);
 // Writes a[i] as big-endian int32 at dst + 4i.
 void StoreRowBigEndian(uint8_t* dst, const int32_t* a, uint32_t n);
 
-// Writes sat(a[i] + b[i]) as big-endian int32 at dst + 4i.
-void StoreRowSumBigEndian(uint8_t* dst, const int32_t* a, const int32_t* b, uint32_t n);
+// Writes sat(a[i] + b[i]) as big-endian int32 at dst + 4i; returns how many
+// were clamped.
+uint32_t StoreRowSumBigEndian(uint8_t* dst, const int32_t* a, const int32_t* b, uint32_t n);
 
 }  // namespace serene::dataplane

@@ -1,6 +1,7 @@
 // Hot swap: per-clock consistency of policy changes under traffic and loss.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <random>
 
@@ -258,6 +259,63 @@ TEST(HotSwap, ExactReadsInSteadySyncAreFlaggedExact) {
   ASSERT_TRUE(r.has_value());
   EXPECT_TRUE(r->header.flags & proto::flags::kExact);
   EXPECT_EQ(r->values, (std::vector<int32_t>{1, 2, 3, 4})) << "rank 0's clock-1 INCs held back";
+}
+
+}  // namespace
+}  // namespace serene::testing
+
+namespace serene::testing {
+namespace {
+
+// Found by the pipeline fuzzer (fuzz/regressions/pipeline/live-read-...):
+// a live READ whose visible + pending sum leaves the int32 range must say
+// SATURATED, in the reply and the job.
+TEST(HotSwap, ALiveReadThatClampsIsFlaggedSaturated) {
+  Harness h;
+  h.CreateJob(TestJob(3, dataplane::BarrierParams::Sync(), 4, 4));
+  h.JoinAll(3);
+  h.Seed({0, 0, 0, 0});
+  const int32_t big = std::numeric_limits<int32_t>::max();
+  ASSERT_EQ(h.Inc(0, 1, 0, {big, big, big, big}).verdict, dataplane::Verdict::kApplied);
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  ASSERT_TRUE(h.pipeline().SetPolicy(1, dataplane::BarrierParams::Async(), std::nullopt, h.now,
+                                     &out).ok());
+  EXPECT_EQ(ReleasedRanks(h.Clock(0, 1, 1)), std::vector<uint32_t>{0});
+  ASSERT_EQ(h.Inc(0, 2, 0, {big, big, big, big}).verdict, dataplane::Verdict::kApplied);
+  auto r = h.Read(0, 2, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->values, (std::vector<int32_t>{big, big, big, big}));
+  EXPECT_TRUE(r->header.flags & proto::flags::kSaturated);
+  EXPECT_TRUE(h.Telemetry().saturated);
+}
+
+// Found by the pipeline fuzzer's oracle (epoch-split-after-all-evicted):
+// with every rank evicted nobody has passed the swap clock, so the old bank
+// must not retire — a rank that rejoins still waiting for an earlier clock
+// is judged by it, like its peers were.
+TEST(HotSwap, APendingChangeDoesNotRetireWhenEveryRankIsEvicted) {
+  Harness h;
+  h.CreateJob(TestJob(3, dataplane::BarrierParams::Sync(), 6, 3));
+  h.JoinAll(3);
+  h.Seed(std::vector<int32_t>(6, 0));
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  ASSERT_TRUE(h.pipeline().SetPolicy(1, dataplane::BarrierParams::Async(), 5u, h.now, &out).ok());
+  h.Step(0, 1, std::vector<int32_t>(6, 1));
+  h.Step(1, 1, std::vector<int32_t>(6, 1));
+  out.Clear();
+  ASSERT_TRUE(h.pipeline().Evict(1, 1, h.now, &out).ok());
+  auto e = h.Step(2, 1, std::vector<int32_t>(6, 1));
+  auto released = OfOp(e, proto::Op::kRelease);
+  ASSERT_EQ(released.size(), 2u) << "ranks 0 and 2";
+  for (const auto& rel : released) EXPECT_EQ(rel.values[proto::release::kEpoch], 0);
+  out.Clear();
+  ASSERT_TRUE(h.pipeline().Evict(1, 0, h.now, &out).ok());
+  ASSERT_TRUE(h.pipeline().Evict(1, 2, h.now, &out).ok());
+  EXPECT_TRUE(h.Telemetry().swap_pending) << "nobody live has passed clock 5";
+  auto back = OfOp(h.Join(1), proto::Op::kRelease);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].header.clock, 1u);
+  EXPECT_EQ(back[0].values[proto::release::kEpoch], 0) << "clock 1 is judged by one bank";
 }
 
 }  // namespace
