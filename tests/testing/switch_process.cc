@@ -11,10 +11,15 @@ namespace serene::testing {
 
 SwitchProcess::SwitchProcess(const std::vector<std::string>& args) {
   // "listening on" is an info line.
-  std::vector<std::string> argv = {"--bind", "127.0.0.1", "--port", "0", "--log-level", "info"};
+  auto given = [&](const char* flag) {
+    return std::find(args.begin(), args.end(), flag) != args.end();
+  };
+  std::vector<std::string> argv = {"--log-level", "info"};
+  if (!given("--bind")) argv.insert(argv.end(), {"--bind", "127.0.0.1"});
+  if (!given("--port")) argv.insert(argv.end(), {"--port", "0"});
   // The runtime API on a free port, so tests running in parallel never
   // compete for the default 127.0.0.1:7001.
-  if (std::find(args.begin(), args.end(), "--control") == args.end()) {
+  if (!given("--control")) {
     argv.insert(argv.end(), {"--control", "127.0.0.1:0"});
   }
   argv.insert(argv.end(), args.begin(), args.end());

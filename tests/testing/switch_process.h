@@ -15,7 +15,7 @@ namespace serene::testing {
 class SwitchProcess {
  public:
   // Starts `serene-switch --bind 127.0.0.1 --port 0 --control 127.0.0.1:0 <args>`
-  // (no --control of its own if `args` has one) and waits until it listens.
+  // (each of those only if `args` does not give it) and waits until it listens.
   explicit SwitchProcess(const std::vector<std::string>& args);
   ~SwitchProcess();
   SwitchProcess(const SwitchProcess&) = delete;
