@@ -12,6 +12,12 @@ namespace {
 
 using proto::ErrorCode;
 
+// Time stamps of different switch threads may arrive slightly out of order:
+// "last seen" never goes back (the silence evictor reads it).
+void NoteSeen(WorkerRegs& w, Timestamp now) {
+  if (now > w.last_seen) w.last_seen = now;
+}
+
 ProcessResult Drop(JobState& job, DropReason reason) {
   ++job.counters.drops[static_cast<size_t>(reason)];
   return {Verdict::kDropped, reason};
@@ -41,7 +47,7 @@ bool SenderOk(JobState& job, const proto::Header& h, const proto::Endpoint& src,
               const proto::Endpoint& local, Timestamp now, Output* out, ProcessResult* result) {
   const DropReason r = CheckSender(job, h, src);
   if (r == DropReason::kNone) {
-    job.workers[h.worker].last_seen = now;
+    NoteSeen(job.workers[h.worker], now);
     return true;
   }
   *result = out != nullptr ? Refuse(job, src, local, h, r, SenderError(r), out) : Drop(job, r);
@@ -102,7 +108,7 @@ ProcessResult HandleJoin(JobState& job, const proto::PacketView& pkt, const prot
   if (r != DropReason::kNone) {
     return Refuse(job, src, local, h, r, ErrorCode::kRankInUse, out);
   }
-  job.workers[h.worker].last_seen = now;
+  NoteSeen(job.workers[h.worker], now);
   Join(job, h.worker, src, local, now, out);
   return {Verdict::kReplied};
 }
@@ -207,7 +213,7 @@ ProcessResult HandleLeave(JobState& job, const proto::PacketView& pkt, const pro
   if (h.count != 0) {
     return Refuse(job, src, local, h, DropReason::kBadCount, ErrorCode::kBadCount, out);
   }
-  job.workers[h.worker].last_seen = now;
+  NoteSeen(job.workers[h.worker], now);
   ProcessResult result{Verdict::kReplied};
   if (h.flags & proto::flags::kFinished) {
     // Only a live rank may end the job: an evicted one (or one that left)

@@ -125,6 +125,11 @@ TEST(Pipeline, TimeStampsOutOfOrderNeverMakeWaitingNegative) {
   h.now = 40'000;  // an earlier stamp from another thread
   h.Step(1, 1, std::vector<int32_t>(6, 0));
   EXPECT_EQ(h.Telemetry().workers[0].counters.wait_ns, 0u);
+  h.now = 3'000'000;
+  h.Join(1);
+  h.now = 2'500'000;  // another thread's older stamp
+  h.Join(1);
+  EXPECT_EQ(h.Telemetry().workers[1].last_seen, 3'000'000u) << "last seen never goes back";
 }
 
 TEST(Pipeline, PaceRegistersFollowClockArrivals) {
