@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
       {"--timeout", "timeout", "Seconds per run before its ranks are killed"},
       {"--control-period", "control_period_ms",
        "Telemetry period of a policy script's controller, ms"},
+      {"--switch-fault", "switch_fault",
+       "Fault injection at each Serene run's switch (serene-switch --fault SPEC), "
+       "e.g. drop=0.02,delay=0..20ms,seed=3,dir=both"},
       {"--name", "name", "Experiment name"}};
   std::vector<std::string> values(overrides.size());
   std::vector<CLI::Option*> options;
@@ -118,10 +121,12 @@ int main(int argc, char** argv) {
   for (const ex::RunSpec& r : scenario->runs) labels += (labels.empty() ? "" : ", ") + r.label;
   fmt::print(
       "serene-experiment '{}': {} x {} ranks, straggler {} on ranks {}, target {}, "
-      "budget {} steps; runs: {}\noutput: {}\n\n",
+      "budget {} steps; runs: {}{}\noutput: {}\n\n",
       scenario->name, scenario->workers, serene::train::ModelKindName(scenario->model),
       scenario->straggler, scenario->straggler_ranks, scenario->target_accuracy, scenario->steps,
-      labels, o.out_dir);
+      labels,
+      scenario->switch_fault.empty() ? "" : "; switch fault injection " + scenario->switch_fault,
+      o.out_dir);
   std::fflush(stdout);
 
   const std::vector<ex::RunSummary> summaries = ex::ExecuteAll(*scenario, o);

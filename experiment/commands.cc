@@ -15,9 +15,11 @@ std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job, u
 
 std::vector<std::string> SwitchArgs(const Scenario& s, const RunSpec& run, uint16_t job,
                                     uint32_t key) {
-  return {"--bind",      "127.0.0.1", "--port",    "0",
-          "--control",   "127.0.0.1:0", "--log-level", "info",
-          "--job",       SwitchJobSpec(s, run, job, key)};
+  std::vector<std::string> a = {"--bind",    "127.0.0.1",   "--port",      "0",
+                                "--control", "127.0.0.1:0", "--log-level", "info"};
+  a.insert(a.end(), {"--job", SwitchJobSpec(s, run, job, key)});
+  if (!s.switch_fault.empty()) a.insert(a.end(), {"--fault", s.switch_fault});
+  return a;
 }
 
 std::vector<std::string> TrainArgs(const Scenario& s, const RunSpec& run, int rank,

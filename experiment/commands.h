@@ -35,7 +35,8 @@ std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job, u
 
 // serene-switch's arguments: loopback, an ephemeral port (it logs "listening
 // on ADDR"), the runtime API on an ephemeral loopback port (it logs "runtime
-// API at ADDR"; a policy script's controller uses it), log level info, the job.
+// API at ADDR"; a policy script's controller uses it), log level info, the
+// job, and --fault with the scenario's switch_fault when it has one.
 std::vector<std::string> SwitchArgs(const Scenario& s, const RunSpec& run, uint16_t job,
                                     uint32_t key);
 

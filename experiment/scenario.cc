@@ -19,6 +19,7 @@
 #include "control/policy_script.h"
 #include "dataplane/barrier_params.h"
 #include "loadgen/switch_launch.h"
+#include "net/fault_injector.h"
 #include "train/straggler.h"
 
 // The source tree (its policies/ folder), for policy scripts named relative
@@ -243,11 +244,13 @@ void ApplyQuick(Scenario* s) {
 }
 
 const std::vector<std::string_view>& ScenarioKeys() {
+  // clang-format off
   static const std::vector<std::string_view> keys = {
       "name",       "workers",         "model", "steps",   "target_accuracy",
       "eval_every", "eval_samples",    "seed",  "lr",      "batch",
       "straggler",  "straggler_ranks", "row",   "threads", "timeout",
-      "control_period_ms"};
+      "control_period_ms", "switch_fault"};
+  // clang-format on
   return keys;
 }
 
@@ -299,6 +302,12 @@ Status SetScenarioValue(std::string_view key, std::string_view v, const std::str
     s->timeout_s = x;
   } else if (key == "control_period_ms") {
     return SetInt(where, v, kMinControlPeriodMs, kMaxControlPeriodMs, &s->control_period_ms);
+  } else if (key == "switch_fault") {
+    // Checked by the switch's own parser, so the run cannot fail to start
+    // on it; kept as written ("" for none/off).
+    auto spec = net::FaultSpec::Parse(v);
+    if (!spec.ok()) return Status::InvalidArgument(where + ": " + spec.status().message());
+    s->switch_fault = spec->enabled() ? std::string(v) : std::string();
   } else {
     std::string keys;
     for (std::string_view k : ScenarioKeys()) keys += (keys.empty() ? "" : ", ") + std::string(k);
@@ -521,6 +530,7 @@ std::string ScenarioValueText(const Scenario& s, std::string_view key) {
   if (key == "threads") return std::to_string(s.threads);
   if (key == "timeout") return Real(s.timeout_s);
   if (key == "control_period_ms") return std::to_string(s.control_period_ms);
+  if (key == "switch_fault") return s.switch_fault.empty() ? "none" : s.switch_fault;
   return "";
 }
 
@@ -530,7 +540,7 @@ std::string ScenarioToToml(const Scenario& s) {
     const std::string value = ScenarioValueText(s, key);
     // Text settings are quoted; so is a seed beyond TOML's signed 64 bits.
     const bool text = key == "name" || key == "model" || key == "straggler" ||
-                      key == "straggler_ranks" ||
+                      key == "straggler_ranks" || key == "switch_fault" ||
                       (key == "seed" && s.seed > static_cast<uint64_t>(INT64_MAX));
     t += std::string(key) + " = " + (text ? Quoted(value) : value) + "\n";
   }

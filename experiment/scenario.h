@@ -94,6 +94,14 @@ struct Scenario {
   // (10..60000): how often an adaptive script's on_telemetry runs.
   int control_period_ms = 250;
 
+  // Fault injection at the ports of every Serene run's switch, as
+  // serene-switch's --fault takes it (net::FaultSpec, docs/switch.md), e.g.
+  // "drop=0.02,dup=0.02,reorder=0.02,delay=0..20ms,seed=3,dir=both"; "" =
+  // none. Gloo runs have no switch and are not affected. Under SYNC a run
+  // with faults trains the same model sequence as one without: reads are
+  // exact and the switch's sums are integers, whatever the network does.
+  std::string switch_fault;
+
   std::vector<RunSpec> runs;  // in order; the first is the baseline of the ratios
 };
 

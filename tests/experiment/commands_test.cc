@@ -31,6 +31,21 @@ TEST(CommandsTest, SwitchJobHoldsTheModel) {
   EXPECT_EQ(After(args, "--log-level"), "info");  // "listening on" is an info line
   EXPECT_EQ(After(args, "--job"), SwitchJobSpec(s, s.runs[0], 7, 1));
   EXPECT_EQ(After(args, "--control"), "127.0.0.1:0");  // the runtime API, for controllers
+  EXPECT_EQ(After(args, "--fault"), "<absent>");       // no fault injection by default
+}
+
+TEST(CommandsTest, SwitchFaultGoesToTheSwitch) {
+  Scenario s = DefaultScenario();
+  s.switch_fault = "drop=0.02,delay=0..20ms,seed=3,dir=both";
+  for (const RunSpec& run : {s.runs[0], s.runs[2]}) {  // a fixed rule and a policy script
+    const auto args = SwitchArgs(s, run, 1, 0x5E7E0001);
+    EXPECT_EQ(After(args, "--fault"), "drop=0.02,delay=0..20ms,seed=3,dir=both");
+    EXPECT_EQ(After(args, "--job"), SwitchJobSpec(s, run, 1, 0x5E7E0001));
+  }
+  // The ranks' flags do not change: the faults are the switch's.
+  RunContext ctx{"/out/1-sync", "127.0.0.1:4242", 1, 0xABCD};
+  Scenario clean = DefaultScenario();
+  EXPECT_EQ(TrainArgs(s, s.runs[0], 0, ctx), TrainArgs(clean, clean.runs[0], 0, ctx));
 }
 
 TEST(CommandsTest, APolicyScriptRunStartsUnderSync) {

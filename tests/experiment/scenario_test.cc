@@ -101,6 +101,10 @@ TEST(ScenarioTest, SetValueRefusesBadValuesNamingThem) {
       {"wrokers", "4", "unknown setting 'wrokers'"},
       {"control_period_ms", "5", "--x '5': expected an integer 10..60000"},
       {"control_period_ms", "60001", "10..60000"},
+      {"switch_fault", "drop=2", "--x: bad fault spec 'drop=2': drop=2 is not a probability"},
+      {"switch_fault", "loss=0.1", "unknown field 'loss'"},
+      {"switch_fault", "delay=20ms..10ms", "MIN <= MAX"},
+      {"switch_fault", "dir=up", "direction must be rx, tx or both"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.key) + "=" + c.value);
@@ -109,6 +113,30 @@ TEST(ScenarioTest, SetValueRefusesBadValuesNamingThem) {
     EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
     EXPECT_NE(Message(st).find(c.message), std::string::npos) << Message(st);
   }
+}
+
+TEST(ScenarioTest, SwitchFaultIsASwitchFaultSpec) {
+  Scenario s = DefaultScenario();
+  EXPECT_TRUE(s.switch_fault.empty());
+  EXPECT_EQ(ScenarioValueText(s, "switch_fault"), "none");
+  const std::string spec = "drop=0.02,dup=0.02,reorder=0.02,delay=0..20ms,seed=3,dir=both";
+  ASSERT_TRUE(SetScenarioValue("switch_fault", spec, "--switch-fault", &s).ok());
+  EXPECT_EQ(s.switch_fault, spec);  // as written
+  EXPECT_EQ(ScenarioValueText(s, "switch_fault"), spec);
+  EXPECT_TRUE(ValidateScenario(s).ok());
+  // "none", "off", "" and a spec with nothing on turn it off.
+  for (const char* off : {"none", "off", "", "seed=4,dir=both"}) {
+    SCOPED_TRACE(off);
+    ASSERT_TRUE(SetScenarioValue("switch_fault", off, "--switch-fault", &s).ok());
+    EXPECT_TRUE(s.switch_fault.empty());
+  }
+  auto toml = ParseScenarioToml("switch_fault = \"drop=5%,dir=tx\"\n", "f.toml");
+  ASSERT_TRUE(toml.ok()) << Message(toml.status());
+  EXPECT_EQ(toml->switch_fault, "drop=5%,dir=tx");
+  auto bad = ParseScenarioToml("switch_fault = \"drop=high\"\n", "f.toml");
+  EXPECT_NE(Message(bad.status()).find("f.toml: switch_fault: bad fault spec 'drop=high'"),
+            std::string::npos)
+      << Message(bad.status());
 }
 
 TEST(ScenarioTest, RunListLabelsAndDefaults) {
@@ -245,6 +273,7 @@ TEST(ScenarioTest, TomlRoundTrip) {
   s.seed = 0xFFFFFFFFFFFFFFFFull;  // beyond TOML's integers: written as a string
   s.learning_rate = 0.1 + 0.2;
   s.control_period_ms = 100;
+  s.switch_fault = "drop=0.02,dup=2%,reorder=0.02,delay=0..20ms,hold=5ms,seed=3,dir=both";
   s.runs.push_back({"QUORUM(3,1)", BackendKind::kSerene, "quorum:3:1"});
   s.runs.push_back({"EARLY SSP", BackendKind::kSerene, "policies/scheduled.lua",
                     {{"sync_clocks", "5"}, {"w", "4.5"}, {"note", "a \"b\""}, {"odd key", "1e3"}}});
@@ -254,6 +283,7 @@ TEST(ScenarioTest, TomlRoundTrip) {
   EXPECT_EQ(back->seed, s.seed);
   EXPECT_EQ(back->learning_rate, s.learning_rate);
   EXPECT_EQ(back->control_period_ms, 100);
+  EXPECT_EQ(back->switch_fault, s.switch_fault);
   ASSERT_EQ(back->runs.size(), 6u);
   EXPECT_EQ(back->runs[2].policy, "policies/adaptive.lua");
   EXPECT_EQ(back->runs[4].policy, "quorum:3:1");
@@ -266,6 +296,13 @@ TEST(ScenarioTest, TomlRoundTrip) {
             std::string::npos)
       << ScenarioToToml(s);
   EXPECT_NE(ScenarioToToml(s).find("control_period_ms = 100\n"), std::string::npos);
+  EXPECT_NE(ScenarioToToml(s).find("switch_fault = \"drop=0.02,dup=2%,"), std::string::npos);
+  // No fault injection reads back as none.
+  s.switch_fault.clear();
+  EXPECT_NE(ScenarioToToml(s).find("switch_fault = \"none\"\n"), std::string::npos);
+  auto clean = ParseScenarioToml(ScenarioToToml(s), "round-trip");
+  ASSERT_TRUE(clean.ok()) << Message(clean.status());
+  EXPECT_TRUE(clean->switch_fault.empty());
 }
 
 // A file in a fresh directory, removed with it.
