@@ -14,35 +14,15 @@
 
 #include "experiment/plot.h"
 #include "loadgen/child_process.h"
+#include "testing/scratch_dir.h"
 
 namespace serene::experiment {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-class ScratchDir {
- public:
-  ScratchDir()
-      : path_(fs::temp_directory_path() / ("serene-exp-test-" + std::to_string(getpid()))) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using testing::ScratchDir;
+using testing::Slurp;
 
 // Runs serene-experiment with `args`; returns {exit code, output}.
 std::pair<int, std::string> RunBinary(const std::vector<std::string>& args,
@@ -54,7 +34,7 @@ std::pair<int, std::string> RunBinary(const std::vector<std::string>& args,
 }
 
 TEST(ExperimentE2eTest, SereneSyncAndGlooProduceAReport) {
-  ScratchDir dir;
+  ScratchDir dir("serene-exp-test");
   const fs::path out = dir.path() / "out";
   const auto [code, output] = RunBinary(
       {"--workers", "2", "--steps", "20", "--eval-every", "10", "--eval-samples", "1000",
@@ -110,7 +90,7 @@ TEST(ExperimentE2eTest, SereneSyncAndGlooProduceAReport) {
 // named relative to the source tree, driven by the runner's own controller
 // through the switch's runtime API.
 TEST(ExperimentE2eTest, APolicyScriptChangesTheRuleWhileTheRanksTrain) {
-  ScratchDir dir;
+  ScratchDir dir("serene-exp-test");
   const fs::path out = dir.path() / "out";
   const fs::path scenario = dir.path() / "dynamic.toml";
   std::ofstream(scenario) << "name = \"dynamic\"\ncontrol_period_ms = 100\n\n"
@@ -165,7 +145,7 @@ TEST(ExperimentE2eTest, APolicyScriptChangesTheRuleWhileTheRanksTrain) {
 // A switch that never reports its runtime API: the dynamic run fails before
 // any rank starts, saying why; the experiment goes on and exits 1.
 TEST(ExperimentE2eTest, ADynamicRunWithoutARuntimeApiFails) {
-  ScratchDir dir;
+  ScratchDir dir("serene-exp-test");
   const fs::path bin = dir.path() / "bin";
   fs::create_directories(bin);
   std::ofstream(bin / "serene-switch") << "#!/bin/sh\necho 'listening on 127.0.0.1:9'\n";
@@ -188,7 +168,7 @@ TEST(ExperimentE2eTest, ADynamicRunWithoutARuntimeApiFails) {
 }
 
 TEST(ExperimentE2eTest, BadFlagsFailBeforeAnythingStarts) {
-  ScratchDir dir;
+  ScratchDir dir("serene-exp-test");
   const auto [code, output] = RunBinary(
       {"--runs", "serene:ssp", "--out", (dir.path() / "out").string()}, std::chrono::seconds(30));
   EXPECT_EQ(code, 2);
