@@ -5,7 +5,11 @@
 namespace serene::dataplane {
 namespace {
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// Not under ThreadSanitizer: GCC instruments the ifunc resolver of the clones,
+// which the dynamic loader runs before libtsan is set up (SIGSEGV before
+// main). The TSan build has the portable version only (docs/sanitizers.md).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(__SANITIZE_THREAD__)
 #define SERENE_ROW_KERNEL __attribute__((target_clones("avx2", "default")))
 #else
 #define SERENE_ROW_KERNEL
