@@ -2,10 +2,35 @@
 # Builds Serene and runs every test, on a fresh Debian 12 machine or an
 # existing checkout. Installs the Debian packages first (needs root or sudo).
 #   bash scripts/test.sh
+#
+# In order, stopping at the first failure:
+#   1. the ci build and every ctest test (unit, end to end, the fault matrix
+#      and the short soak: labels faults and soak);
+#   2. the fuzz targets over their seeds and every past finding, then a
+#      bounded fuzzing run of 30 s per target (docs/fuzzing.md);
+#   3. the tests under ASan+UBSan and the threaded ones under TSan
+#      (docs/sanitizers.md).
+# Each step prints how long it took; the whole takes about 40 minutes on
+# 2 cores (docs/reliability.md, "Running it").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+started=$(date +%s)
+step() {
+  echo
+  echo "=== test.sh: $1 ($(( $(date +%s) - started )) s so far)"
+}
+
+step "install the Debian packages"
 bash scripts/install-deps.sh
+step "build (preset ci) and run ctest"
 cmake --preset ci
 cmake --build --preset ci
 ctest --preset ci --parallel 2
+step "fuzz: replay the seeds and the regressions"
+bash scripts/fuzz.sh --replay
+step "fuzz: smoke run"
+bash scripts/fuzz.sh --smoke
+step "sanitizers: ASan+UBSan and TSan"
+bash scripts/sanitizers.sh all
+step "all passed"

@@ -341,6 +341,19 @@ TEST(SwitchDaemonTest, FailsCleanlyWhenThePortIsTaken) {
   EXPECT_NE(out.find("in use"), std::string::npos) << out;
 }
 
+// A job larger than the host's memory is refused with the numbers, and the
+// daemon exits 1 (it used to abort with an uncaught std::bad_alloc).
+TEST(SwitchDaemonTest, RefusesAJobLargerThanMemoryWithAMessage) {
+  auto [code, out] =
+      RunToExit(SERENE_SWITCH_BINARY, {"--bind", "127.0.0.1", "--port", "0", "--control", "off",
+                                       "--job", "id=1,workers=256,elements=2147483648,row=1,key=5"});
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find("cannot create job 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("MiB of switch memory but the host has"), std::string::npos) << out;
+  EXPECT_NE(out.find("use fewer elements or workers"), std::string::npos) << out;
+  EXPECT_EQ(out.find("bad_alloc"), std::string::npos) << out;
+}
+
 TEST(SwitchDaemonTest, HelpListsTheFlags) {
   auto [code, out] = RunToExit(SERENE_SWITCH_BINARY, {"--help"});
   EXPECT_EQ(code, 0);
