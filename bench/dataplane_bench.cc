@@ -75,32 +75,93 @@ void BM_ReadRow(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadRow)->Arg(256)->Arg(1024)->Arg(4096);
 
-// A full SYNC clock of N ranks with 1 row each: N INCs + N CLOCKs, the last
-// of which releases everyone (the barrier's O(N) evaluation).
+// A job of N ranks with 16 elements in one row, every rank joined and clock
+// 0 seeded, and one packet of `op` per rank (INC: a row of ones; CLOCK:
+// `rows` rows), built once: the benchmarks patch the clock in.
+struct RoundFixture {
+  RoundFixture(uint32_t n, BarrierParams p) : workers(n) {
+    h.CreateJob(TestJob(workers, p, 16, 16));
+    h.JoinAll(workers);
+    h.Seed(std::vector<int32_t>(16, 0));
+  }
+  std::vector<std::vector<uint8_t>> Packets(Op op, uint32_t rows) {
+    std::vector<std::vector<uint8_t>> pkts;
+    for (uint16_t w = 0; w < workers; ++w) {
+      auto b = h.Req(op, w).Clock(1).Row(op == Op::kInc ? 0 : rows);
+      if (op == Op::kInc) b.Values(std::vector<int32_t>(16, 1));
+      pkts.push_back(b.Build());
+    }
+    return pkts;
+  }
+  // Sends rank w's packet with clock c; returns what it emitted.
+  size_t Send(std::vector<uint8_t>& pkt, uint16_t w, uint32_t c) {
+    proto::StoreU32(pkt.data() + proto::kOffClock, c);
+    out.Clear();
+    h.pipeline().Process(pkt, WorkerAddr(w), 1, &out);
+    return out.size();
+  }
+  const uint32_t workers;
+  Harness h;
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+};
+
+// One SYNC round of N ranks: each INCs one row and CLOCKs; the last CLOCK
+// releases all N. The packets are built once and the clock patched in.
 void BM_SyncClock(benchmark::State& state) {
   const uint32_t workers = static_cast<uint32_t>(state.range(0));
-  Harness h;
-  h.CreateJob(TestJob(workers, BarrierParams::Sync(), 16, 16));
-  h.JoinAll(workers);
-  h.Seed(std::vector<int32_t>(16, 0));
-  dataplane::Output out = dataplane::Output::ForBatch(1);
-  std::vector<uint8_t> inc, clk;
+  RoundFixture f(workers, BarrierParams::Sync());
+  auto inc = f.Packets(Op::kInc, 0), clk = f.Packets(Op::kClock, 1);
   uint32_t c = 1;
   for (auto _ : state) {
+    size_t released = 0;
     for (uint16_t w = 0; w < workers; ++w) {
-      inc = h.Req(Op::kInc, w).Clock(c).Row(0).Values(std::vector<int32_t>(16, 1)).Build();
-      clk = h.Req(Op::kClock, w).Clock(c).Row(1).Build();
-      out.Clear();
-      h.pipeline().Process(inc, WorkerAddr(w), 1, &out);
-      out.Clear();
-      h.pipeline().Process(clk, WorkerAddr(w), 1, &out);
+      f.Send(inc[w], w, c);
+      released = f.Send(clk[w], w, c);
     }
-    if (out.size() != workers) state.SkipWithError("the last CLOCK did not release everyone");
+    if (released != workers) state.SkipWithError("the last CLOCK did not release everyone");
     ++c;
   }
   state.SetItemsProcessed(state.iterations() * workers * 2);
 }
 BENCHMARK(BM_SyncClock)->Arg(4)->Arg(64)->Arg(256);
+
+// The barrier alone: one SYNC round of N CLOCKs (no INC: each CLOCK says 0
+// rows); the last releases all N. Time per round.
+void BM_SyncBarrierRound(benchmark::State& state) {
+  const uint32_t workers = static_cast<uint32_t>(state.range(0));
+  RoundFixture f(workers, BarrierParams::Sync());
+  auto clk = f.Packets(Op::kClock, 0);
+  uint32_t c = 1;
+  for (auto _ : state) {
+    size_t released = 0;
+    for (uint16_t w = 0; w < workers; ++w) released = f.Send(clk[w], w, c);
+    if (released != workers) state.SkipWithError("the last CLOCK did not release everyone");
+    ++c;
+  }
+  state.SetItemsProcessed(state.iterations() * workers);
+}
+BENCHMARK(BM_SyncBarrierRound)->Arg(4)->Arg(64)->Arg(256);
+
+// SSP(4) with one straggler among N ranks: the fast ranks run 4 clocks ahead,
+// wait, and are released each time the straggler completes a clock.
+void BM_SspStragglerClock(benchmark::State& state) {
+  const uint32_t workers = static_cast<uint32_t>(state.range(0));
+  RoundFixture f(workers, BarrierParams::Ssp(4));
+  auto clk = f.Packets(Op::kClock, 0);
+  std::vector<uint32_t> next(workers, 1);
+  for (auto _ : state) {
+    // Every fast rank that is not waiting completes a clock; then the
+    // straggler (rank 0) does, which releases the waiters.
+    for (uint16_t w = 1; w < workers; ++w) {
+      if (next[w] > next[0] + 4) continue;  // waiting at the window
+      f.Send(clk[w], w, next[w]++);
+    }
+    f.Send(clk[0], 0, next[0]++);
+  }
+  state.SetItemsProcessed(state.iterations() * workers);
+}
+BENCHMARK(BM_SspStragglerClock)->Arg(4)->Arg(64)->Arg(256);
+
 
 // Malformed and unauthorized packets: the cost of dropping garbage.
 void BM_DropBadKey(benchmark::State& state) {

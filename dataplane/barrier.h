@@ -8,7 +8,10 @@
 // retransmitted CLOCK cannot queue a rank twice. Whenever a `done`, the
 // membership or the policy changes, every waiting rank is re-evaluated and
 // every eligible one released at once: one pass over the job's ranks,
-// bounded by kMaxWorkers.
+// bounded by kMaxWorkers. A CLOCK, the common change, is cheaper: it only
+// re-evaluates the other waiting ranks when it moved the slowest live clock
+// or the quorum clock, which eligibility depends on (ReleaseAfterClock), so
+// a SYNC round of N ranks costs O(N), not O(N^2).
 //
 // REQUIRES: the caller holds job.mu.
 #pragma once
@@ -30,6 +33,13 @@ void CompleteClock(JobState& job, uint32_t worker, uint32_t clock, Timestamp now
 // every waiting rank that is now eligible (RELEASE into `out`).
 // Returns the number of ranks released.
 uint32_t ReleaseEligible(JobState& job, Timestamp now, Output* out);
+
+// After CompleteClock(job, worker, ...) moved the rank from `prev_done`:
+// the same as ReleaseEligible, in O(1) unless the slowest live clock or the
+// quorum clock moved (then one pass over the waiting ranks). Falls back to
+// ReleaseEligible while a policy change is pending or the job is finished.
+uint32_t ReleaseAfterClock(JobState& job, uint32_t worker, uint32_t prev_done, Timestamp now,
+                           Output* out);
 
 // Sends RELEASE for `worker`'s last completed clock again (a retransmitted
 // CLOCK of a released rank), with the epoch it was judged by, from `src`

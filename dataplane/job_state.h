@@ -102,6 +102,21 @@ struct JobState {
   uint32_t high = proto::kNoClock;     // fastest rank's completed clock
   uint32_t live_count = 0;
 
+  // The barrier's order statistics, kept up to date by a CLOCK in O(1)
+  // unless it moves the slowest live clock or the quorum clock (then O(N)),
+  // so that a SYNC round costs O(N) instead of O(N^2) (barrier.cc). Valid
+  // only between barrier evaluations while no policy change is pending and
+  // the job is not finished; every other change of the ranks goes through a
+  // full evaluation, which rebuilds it.
+  struct BarrierIndex {
+    bool valid = false;
+    uint32_t low_k = 0;   // k-th highest `done` of the live ranks (k: the active bank's quorum)
+    uint32_t n_low = 0;   // live ranks whose done == low_all
+    uint32_t n_ge_k = 0;  // live ranks whose done >= low_k
+    uint32_t n_at_k = 0;  // live ranks whose done == low_k
+  };
+  BarrierIndex index;
+
   bool saturated = false;  // some addition was clamped
   bool finished = false;   // a rank ended the job: every CLOCK is released
 

@@ -198,8 +198,9 @@ ProcessResult HandleClock(JobState& job, const proto::PacketView& pkt, const pro
     EmitNack(job, h.worker, h.clock, h.row, local, out);
     return {Verdict::kReplied};
   }
+  const uint32_t prev_done = w.done;
   CompleteClock(job, h.worker, h.clock, now);
-  ReleaseEligible(job, now, out);
+  ReleaseAfterClock(job, h.worker, prev_done, now, out);
   return {w.released ? Verdict::kReplied : Verdict::kWaiting};
 }
 
