@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "apps/bench_comm.h"
 #include "apps/cli_parse.h"
 #include "common/parse.h"
 #include "dataplane/barrier_params.h"
@@ -20,7 +21,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "serene-bench: N worker processes aggregate known integer vectors through a Serene switch\n"
       "for a number of clocks; every pull is checked against the exact sum. Without --switch it\n"
-      "starts its own serene-switch on a loopback port and prints its counters at the end."};
+      "starts its own serene-switch on a loopback port and prints its counters at the end.\n"
+      "`serene-bench comm` compares Serene with Gloo's allreduce side by side (see comm --help)."};
   std::string switch_addr, policy = "sync", fault, key_text = "0x5E4E";
   uint32_t workers = 4, clocks = 200, row = 256, straggle_ms = 0, window = 128, job = 1;
   uint64_t elements = 100'000;
@@ -40,7 +42,10 @@ int main(int argc, char** argv) {
   app.add_option("--straggle-ms", straggle_ms, "How long stragglers sleep per step (ms)");
   app.add_option("--window", window, "READs in flight per worker")->check(CLI::Range(1, 65536));
   app.add_flag("--quiet-switch", quiet_switch, "Do not print the started switch's log");
+  CLI::App* comm = serene::apps::AddBenchComm(&app);
+  app.require_subcommand(0, 1);
   if (auto code = serene::apps::ParseCommandLine(app, argc, argv)) return *code;
+  if (*comm) return serene::apps::RunBenchComm();
 
   auto params = serene::dataplane::BarrierParams::Parse(policy);
   if (!params.ok()) {

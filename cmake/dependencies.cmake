@@ -17,7 +17,8 @@ find_package(gRPC CONFIG REQUIRED)
 pkg_check_modules(LUA REQUIRED IMPORTED_TARGET lua5.4)
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 
+# Gloo: the host-collective baseline (collective/), with or without torch.
+find_package(Gloo REQUIRED)
 if(SERENE_WITH_TORCH)
   find_package(Torch REQUIRED)
-  find_package(Gloo REQUIRED)
 endif()

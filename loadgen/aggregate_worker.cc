@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "loadgen/stats_json.h"
+
 namespace serene::loadgen {
 namespace {
 
@@ -124,11 +126,8 @@ std::string WorkerReport::ToJson() const {
       {"rank", rank}, {"ok", ok}, {"error", error}, {"clocks", clocks},
       {"pulls_checked", pulls_checked}, {"elements", elements}, {"seconds", seconds},
       {"pull_seconds", pull_seconds}, {"push_seconds", push_seconds},
-      {"clock_wait_seconds", clock_wait_seconds}, {"max_lead", max_lead},
-      {"packets_sent", stats.packets_sent}, {"packets_received", stats.packets_received},
-      {"read_retransmits", stats.read_retransmits},
-      {"clock_retransmits", stats.clock_retransmits}, {"nacks", stats.nacks},
-      {"rows_resent", stats.rows_resent}, {"probes", stats.probes}};
+      {"clock_wait_seconds", clock_wait_seconds}, {"max_lead", max_lead}};
+  StatsToJson(stats, &j);
   return j.dump();
 }
 
@@ -147,13 +146,7 @@ Result<WorkerReport> WorkerReport::FromJson(const std::string& line) {
     r.push_seconds = j.at("push_seconds");
     r.clock_wait_seconds = j.at("clock_wait_seconds");
     r.max_lead = j.at("max_lead");
-    r.stats.packets_sent = j.at("packets_sent");
-    r.stats.packets_received = j.at("packets_received");
-    r.stats.read_retransmits = j.at("read_retransmits");
-    r.stats.clock_retransmits = j.at("clock_retransmits");
-    r.stats.nacks = j.at("nacks");
-    r.stats.rows_resent = j.at("rows_resent");
-    r.stats.probes = j.at("probes");
+    StatsFromJson(j, &r.stats);
     return r;
   } catch (const nlohmann::json::exception& e) {
     return Status::InvalidArgument(std::string("bad worker report: ") + e.what());

@@ -24,6 +24,7 @@ class ChildProcess {
   ChildProcess& operator=(const ChildProcess&) = delete;
 
   bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
 
   // Waits until the output contains `text` (or the child closed its output,
   // or `guard` passed). Returns the output from the first match on, or

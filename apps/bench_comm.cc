@@ -1,0 +1,206 @@
+#include "apps/bench_comm.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "collective/gloo_algorithm.h"
+#include "loadgen/child_process.h"
+#include "loadgen/comm_bench.h"
+#include "loadgen/process_group.h"
+#include "loadgen/switch_launch.h"
+
+namespace serene::apps {
+namespace {
+
+struct CommFlags {
+  uint32_t workers = 4;
+  uint64_t elements = 1'000'000;
+  uint32_t row = 4096;
+  uint32_t iters = 20;
+  uint32_t warmup = 3;
+  uint32_t window = 128;
+  uint32_t switch_threads = 1;
+  std::string algorithms = "all";
+  std::string offload = "on";
+  bool quiet_switch = true;
+} flags;
+
+// CPU seconds (user + system) a process has used so far, from /proc; -1 if unknown.
+double CpuSeconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream fields(text.substr(paren + 2));
+  std::string f;
+  unsigned long long utime = 0, stime = 0;
+  // Fields 3.. after the command: utime and stime are fields 14 and 15.
+  for (int i = 3; i <= 15 && fields >> f; ++i) {
+    if (i == 14) utime = std::stoull(f);
+    if (i == 15) stime = std::stoull(f);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+}  // namespace
+
+CLI::App* AddBenchComm(CLI::App* app) {
+  CLI::App* comm = app->add_subcommand(
+      "comm",
+      "Serene (its own switch, N worker processes: pull + push + clock per iteration, every "
+      "pull checked) against Gloo's allreduce of the same vector over the same N processes "
+      "(each algorithm, every sum checked), interleaved; prints a table and, as its last "
+      "line, JSON with the medians per iteration");
+  comm->add_option("--workers,-n", flags.workers, "Worker processes")->check(CLI::Range(1, 256));
+  comm->add_option("--elements,-e", flags.elements, "Vector length (int32 values)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
+  comm->add_option("--row", flags.row, "Values per Serene row (per datagram); 256 fits a 1500-byte MTU")
+      ->check(CLI::Range(1, 16368));
+  comm->add_option("--iters,-i", flags.iters, "Measured iterations")->check(CLI::Range(1, 1 << 20));
+  comm->add_option("--warmup", flags.warmup, "Iterations run before measuring")
+      ->check(CLI::Range(0, 1 << 20));
+  comm->add_option("--window", flags.window, "Serene READs in flight per worker")
+      ->check(CLI::Range(1, 65536));
+  comm->add_option("--switch-threads", flags.switch_threads, "Loop threads of the started switch")
+      ->check(CLI::Range(1, 64));
+  comm->add_option("--gloo", flags.algorithms,
+                   "Gloo algorithms, comma-separated, or all: default (what PyTorch runs), "
+                   "halving-doubling, bcube, ring, ring-chunked; none: Serene only (profiling)");
+  comm->add_option("--offload", flags.offload,
+                   "UDP segmentation offload (GSO/GRO) in the switch and the workers")
+      ->check(CLI::IsMember({"on", "off"}));
+  comm->add_flag("!--switch-log", flags.quiet_switch, "Print the started switch's log at the end");
+  return comm;
+}
+
+int RunBenchComm() {
+  auto algorithms = flags.algorithms == "none"
+                        ? Result<std::vector<collective::GlooAlgorithm>>(
+                              std::vector<collective::GlooAlgorithm>{})
+                        : collective::ParseGlooAlgorithms(flags.algorithms);
+  if (!algorithms.ok()) {
+    fmt::print(stderr, "serene-bench comm: --gloo: {}\n", algorithms.status().message());
+    return 2;
+  }
+  char dir_template[] = "/tmp/serene-comm-XXXXXX";
+  if (mkdtemp(dir_template) == nullptr) {
+    fmt::print(stderr, "serene-bench comm: cannot create a rendezvous directory in /tmp\n");
+    return 1;
+  }
+  const std::string rendezvous = dir_template;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{rendezvous};
+
+  const uint32_t key = 0x5E4E;
+  const std::string binary = loadgen::OwnBinaryDir() + "/serene-switch";
+  loadgen::ChildProcess sw(
+      binary, {"--bind", "127.0.0.1", "--port", "0", "--control", "off", "--threads",
+               std::to_string(flags.switch_threads), "--offload", flags.offload, "--job",
+               fmt::format("id=1,workers={},elements={},row={},key={},policy=sync", flags.workers,
+                           flags.elements, flags.row, key)});
+  auto listening = loadgen::WaitForListening(sw);
+  if (!listening) {
+    fmt::print(stderr, "serene-bench comm: could not start {}:\n{}\n", binary, sw.output());
+    return 1;
+  }
+
+  loadgen::CommPlan plan;
+  plan.client.switch_address = *listening;
+  plan.client.job = 1;
+  plan.client.key = key;
+  plan.client.window = flags.window;
+  plan.client.offload = flags.offload == "on";
+  plan.workers = flags.workers;
+  plan.warmup = flags.warmup;
+  plan.iters = flags.iters;
+  plan.algorithms = *algorithms;
+  plan.rendezvous_dir = rendezvous;
+  fmt::print("serene-bench comm: {} workers, {} int32 elements, Serene rows of {} ({} rows), "
+             "{} + {} iterations, switch {} ({} thread{}), offload {}\n",
+             flags.workers, flags.elements, flags.row,
+             (flags.elements + flags.row - 1) / flags.row, flags.warmup, flags.iters, *listening,
+             flags.switch_threads, flags.switch_threads == 1 ? "" : "s", flags.offload);
+  std::fflush(stdout);
+
+  const double cpu_before = CpuSeconds(sw.pid());
+  auto results = loadgen::RunChildren(
+      flags.workers,
+      [&](size_t rank) { return loadgen::RunCommRank(plan, static_cast<uint32_t>(rank)).ToJson(); },
+      [](const std::string& line) {
+        auto rep = loadgen::CommRankReport::FromJson(line);
+        return !rep.ok() || !rep->ok;
+      });
+  const double switch_cpu = CpuSeconds(sw.pid()) - cpu_before;
+  sw.Signal(SIGTERM);
+  sw.Wait();
+  if (!results.ok()) {
+    fmt::print(stderr, "serene-bench comm: {}\n", results.status().message());
+    return 1;
+  }
+  std::vector<loadgen::CommRankReport> reports;
+  bool all_ok = true;
+  uint64_t retransmissions = 0, nacks = 0;
+  uint32_t checks = 0;
+  for (size_t i = 0; i < results->size(); ++i) {
+    auto rep = loadgen::CommRankReport::FromJson((*results)[i].line);
+    if (!rep.ok()) {
+      fmt::print("rank {}: {}\n", i,
+                 (*results)[i].stopped ? "stopped: another rank failed"
+                                       : fmt::format("died (exit {})", (*results)[i].exit_code));
+      all_ok = false;
+      continue;
+    }
+    if (!rep->ok) {
+      fmt::print("rank {}: FAILED: {}\n", i, rep->error);
+      all_ok = false;
+    }
+    retransmissions += rep->stats.read_retransmits + rep->stats.clock_retransmits;
+    nacks += rep->stats.nacks;
+    checks += rep->checks;
+    reports.push_back(std::move(*rep));
+  }
+  if (!flags.quiet_switch || !all_ok) fmt::print("--- serene-switch log ---\n{}", sw.output());
+  if (!all_ok) return 1;
+
+  auto series = loadgen::SummarizeComm(plan, reports);
+  size_t best = 1;
+  for (size_t i = 2; i < series.size(); ++i) {
+    if (series[i].median_ms < series[best].median_ms) best = i;
+  }
+  fmt::print("\n{:<24} {:>10} {:>10} {:>10} {:>8}\n", "per iteration", "median ms", "p10 ms",
+             "p90 ms", "/ serene");
+  for (const auto& s : series) {
+    fmt::print("{:<24} {:>10.3f} {:>10.3f} {:>10.3f} {:>8.2f}\n", s.name, s.median_ms, s.p10_ms,
+               s.p90_ms, s.median_ms / series[0].median_ms);
+  }
+  const uint32_t clocks = flags.warmup + flags.iters;
+  fmt::print("\n{} results checked, all exact; Serene: {} retransmissions, {} NACKs; switch CPU "
+             "{:.3f} ms per iteration (over the whole run, Gloo phases idle)\n",
+             checks, retransmissions, nacks, 1e3 * switch_cpu / clocks);
+  if (series.size() < 2) {
+    fmt::print("{{\"workers\":{},\"elements\":{},\"row\":{},\"serene_ms\":{:.4f}}}\n",
+               flags.workers, flags.elements, flags.row, series[0].median_ms);
+    return 0;
+  }
+  fmt::print("{{\"workers\":{},\"elements\":{},\"row\":{},\"serene_ms\":{:.4f},\"gloo_ms\":{:.4f},"
+             "\"serene_over_gloo\":{:.4f},\"gloo_algorithm\":\"{}\",\"retransmissions\":{}}}\n",
+             flags.workers, flags.elements, flags.row, series[0].median_ms,
+             series[best].median_ms, series[0].median_ms / series[best].median_ms,
+             series[best].name.substr(5), retransmissions);
+  return 0;
+}
+
+}  // namespace serene::apps

@@ -1,0 +1,203 @@
+#include "loadgen/comm_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "collective/gloo_group.h"
+#include "loadgen/stats_json.h"
+
+namespace serene::loadgen {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+double Since(SteadyClock::time_point t) {
+  return std::chrono::duration<double>(SteadyClock::now() - t).count();
+}
+
+// The pattern: rank w contributes Base(c, i) + w * Weight(i) at iteration c,
+// so the sum over N ranks is N * Base + N(N-1)/2 * Weight, checkable in one
+// pass; a lost, doubled or misplaced row shows up in it.
+int32_t Base(uint32_t c, size_t i) { return static_cast<int32_t>((i * 7 + c * 13) & 1023) - 512; }
+int32_t Weight(size_t i) { return 1 + static_cast<int32_t>(i & 3); }
+int32_t SeedValue(size_t i) { return static_cast<int32_t>(i % 1000) - 500; }
+
+void Fill(uint32_t rank, uint32_t c, std::vector<int32_t>* v) {
+  const int32_t w = static_cast<int32_t>(rank);
+  for (size_t i = 0; i < v->size(); ++i) (*v)[i] = Base(c, i) + w * Weight(i);
+}
+
+// Sum over `n` ranks of the pattern at iteration c, element i.
+int32_t SumOf(uint32_t n, uint32_t c, size_t i) {
+  const int32_t ranks = static_cast<int32_t>(n);
+  return ranks * Base(c, i) + ranks * (ranks - 1) / 2 * Weight(i);
+}
+
+}  // namespace
+
+CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
+  CommRankReport rep;
+  rep.rank = rank;
+  auto fail = [&](const std::string& what) {
+    rep.ok = false;
+    rep.error = what;
+    return rep;
+  };
+  ClientOptions o = plan.client;
+  o.rank = rank;
+  o.world_size = plan.workers;
+  auto connected = Client::Connect(o);
+  if (!connected.ok()) return fail(connected.status().message());
+  Client& c = **connected;
+  auto info = c.Join();
+  if (!info.ok()) return fail(info.status().message());
+  if (info->done != 0xFFFFFFFFu) {
+    return fail("job " + std::to_string(o.job) + " is not fresh; restart the switch");
+  }
+  const size_t n = info->elements;
+  std::vector<int32_t> model(n), update(n), expect(n), gloo(n);
+  for (size_t i = 0; i < n; ++i) expect[i] = SeedValue(i);
+  if (rank == 0) {
+    Status s = c.PushFixed(expect);
+    if (!s.ok()) return fail(s.message());
+  }
+  if (auto seeded = c.Clock(); !seeded.ok()) return fail(seeded.status().message());
+
+  collective::GlooGroupOptions go;
+  go.rank = static_cast<int>(rank);
+  go.world_size = static_cast<int>(plan.workers);
+  go.rendezvous_dir = plan.rendezvous_dir;
+  go.run_id = "comm";
+  go.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.deadline);
+  auto group = collective::GlooGroup::Connect(go);
+  if (!group.ok()) return fail(group.status().message());
+  collective::GlooGroup& g = **group;
+
+  rep.gloo_s.resize(plan.algorithms.size());
+  const uint32_t total = plan.warmup + plan.iters;
+  for (uint32_t it = 1; it <= total; ++it) {
+    const bool measured = it > plan.warmup;
+    Fill(rank, it, &update);
+    if (Status s = g.Barrier(); !s.ok()) return fail(s.message());
+    auto t0 = SteadyClock::now();
+    if (Status s = c.PullFixed(model); !s.ok()) return fail(s.message());
+    if (Status s = c.PushFixed(update); !s.ok()) return fail(s.message());
+    auto r = c.Clock();
+    if (!r.ok()) return fail(r.status().message());
+    const double serene = Since(t0);
+    if (measured) rep.serene_s.push_back(serene);
+    for (size_t i = 0; i < n; ++i) {
+      if (model[i] != expect[i]) {
+        return fail("serene pull at clock " + std::to_string(it) + ": element " +
+                    std::to_string(i) + " is " + std::to_string(model[i]) + ", expected " +
+                    std::to_string(expect[i]));
+      }
+      expect[i] += SumOf(plan.workers, it, i);
+    }
+    ++rep.checks;
+
+    for (size_t a = 0; a < plan.algorithms.size(); ++a) {
+      Fill(rank, it, &gloo);
+      if (Status s = g.Barrier(); !s.ok()) return fail(s.message());
+      t0 = SteadyClock::now();
+      if (Status s = g.Allreduce(std::span<int32_t>(gloo), plan.algorithms[a]); !s.ok()) {
+        return fail(s.message());
+      }
+      const double took = Since(t0);
+      if (measured) rep.gloo_s[a].push_back(took);
+      for (size_t i = 0; i < n; ++i) {
+        if (gloo[i] != SumOf(plan.workers, it, i)) {
+          return fail("gloo " + std::string(collective::GlooAlgorithmName(plan.algorithms[a])) +
+                      " allreduce at iteration " + std::to_string(it) + ": element " +
+                      std::to_string(i) + " is " + std::to_string(gloo[i]) + ", expected " +
+                      std::to_string(SumOf(plan.workers, it, i)));
+        }
+      }
+      ++rep.checks;
+    }
+  }
+  // The model after the last clock holds every update.
+  if (Status s = c.PullFixed(model); !s.ok()) return fail(s.message());
+  if (!std::equal(model.begin(), model.end(), expect.begin())) {
+    return fail("final serene model differs from the exact sum");
+  }
+  ++rep.checks;
+  if (Status s = c.Leave(false); !s.ok()) return fail(s.message());
+  if (Status s = g.Barrier(); !s.ok()) return fail(s.message());
+  rep.stats = c.stats();
+  rep.ok = true;
+  return rep;
+}
+
+std::string CommRankReport::ToJson() const {
+  nlohmann::json j = {{"rank", rank},
+                      {"ok", ok},
+                      {"error", error},
+                      {"serene_s", serene_s},
+                      {"gloo_s", gloo_s},
+                      {"checks", checks}};
+  StatsToJson(stats, &j);
+  return j.dump();
+}
+
+Result<CommRankReport> CommRankReport::FromJson(const std::string& line) {
+  try {
+    auto j = nlohmann::json::parse(line);
+    CommRankReport r;
+    r.rank = j.at("rank");
+    r.ok = j.at("ok");
+    r.error = j.at("error");
+    r.serene_s = j.at("serene_s").get<std::vector<double>>();
+    r.gloo_s = j.at("gloo_s").get<std::vector<std::vector<double>>>();
+    r.checks = j.at("checks");
+    StatsFromJson(j, &r.stats);
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    return Status::InvalidArgument(std::string("bad comm report: ") + e.what());
+  }
+}
+
+namespace {
+
+// The value at fraction q of the sorted samples (nearest rank).
+double Quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  const size_t i = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+  return v[i];
+}
+
+CommSeries Summarize(std::string name, const std::vector<const std::vector<double>*>& per_rank) {
+  std::vector<double> slowest(per_rank.front()->size(), 0.0);
+  for (const auto* r : per_rank) {
+    for (size_t i = 0; i < slowest.size() && i < r->size(); ++i) {
+      slowest[i] = std::max(slowest[i], (*r)[i]);
+    }
+  }
+  CommSeries s;
+  s.name = std::move(name);
+  s.median_ms = 1e3 * Quantile(slowest, 0.5);
+  s.p10_ms = 1e3 * Quantile(slowest, 0.1);
+  s.p90_ms = 1e3 * Quantile(slowest, 0.9);
+  return s;
+}
+
+}  // namespace
+
+std::vector<CommSeries> SummarizeComm(const CommPlan& plan,
+                                      const std::vector<CommRankReport>& reports) {
+  std::vector<CommSeries> out;
+  std::vector<const std::vector<double>*> rows;
+  for (const auto& r : reports) rows.push_back(&r.serene_s);
+  out.push_back(Summarize("serene", rows));
+  for (size_t a = 0; a < plan.algorithms.size(); ++a) {
+    rows.clear();
+    for (const auto& r : reports) rows.push_back(&r.gloo_s[a]);
+    out.push_back(
+        Summarize("gloo " + std::string(collective::GlooAlgorithmName(plan.algorithms[a])), rows));
+  }
+  return out;
+}
+
+}  // namespace serene::loadgen

@@ -1,0 +1,65 @@
+// CommBench: Serene's aggregation and Gloo's allreduce side by side, over
+// the same N processes in one run (`serene-bench comm`).
+//
+// Every rank does, per iteration: [untimed] make its update, barrier;
+// [timed] Serene pull + push + clock; [untimed] check the pulled model
+// against the exact sum; then for each Gloo algorithm: [untimed] fill the
+// buffer, barrier; [timed] allreduce; [untimed] check the sum. The barriers
+// (Gloo's, untimed) line the ranks up, so a timed phase never includes
+// another rank's checking; interleaving makes drift on this shared machine
+// hit every series alike. An iteration's time is the slowest rank's, the
+// report gives medians (and spread) over iterations after a warm-up.
+//
+// The values are small integers, so both sides are exact: Serene carries
+// them as fixed-point int32 (the switch sums them), Gloo sums int32.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collective/gloo_algorithm.h"
+#include "common/status.h"
+#include "serene/client.h"
+
+namespace serene::loadgen {
+
+struct CommPlan {
+  ClientOptions client;             // switch, job, key, window (rank set per rank)
+  uint32_t workers = 4;
+  uint32_t warmup = 3;              // iterations not measured
+  uint32_t iters = 20;              // measured iterations
+  std::vector<collective::GlooAlgorithm> algorithms;
+  std::string rendezvous_dir;       // Gloo FileStore directory (fresh per run)
+};
+
+struct CommRankReport {
+  uint32_t rank = 0;
+  bool ok = false;
+  std::string error;
+  std::vector<double> serene_s;             // per measured iteration
+  std::vector<std::vector<double>> gloo_s;  // [algorithm][iteration]
+  uint32_t checks = 0;                      // results compared with the exact sum
+  ClientStats stats;
+
+  std::string ToJson() const;
+  static Result<CommRankReport> FromJson(const std::string& line);
+};
+
+// One rank of the benchmark. Never throws.
+CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank);
+
+// A series' per-iteration times (the slowest rank's), summarised.
+struct CommSeries {
+  std::string name;
+  double median_ms = 0;
+  double p10_ms = 0;
+  double p90_ms = 0;
+};
+
+// Combines the ranks' reports: series 0 is Serene, then one per algorithm.
+// REQUIRES: every report ok and of the plan's shape.
+std::vector<CommSeries> SummarizeComm(const CommPlan& plan,
+                                      const std::vector<CommRankReport>& reports);
+
+}  // namespace serene::loadgen

@@ -1,0 +1,92 @@
+// serene-bench comm: the real binary (its own switch, worker processes, Gloo
+// over TCP) checks every result of both systems; and the summary arithmetic.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "loadgen/child_process.h"
+#include "loadgen/comm_bench.h"
+
+namespace serene::loadgen {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct CommRun {
+  std::optional<int> exit_code;
+  std::string output;
+  nlohmann::json last;  // the last line, parsed (null if it is not JSON)
+};
+
+CommRun RunComm(const std::vector<std::string>& args) {
+  ChildProcess p(SERENE_BENCH_BIN, args);
+  CommRun r;
+  r.exit_code = p.Wait(90s);
+  r.output = p.output();
+  std::istringstream lines(r.output);
+  std::string line, last;
+  while (std::getline(lines, line)) {
+    if (!line.empty()) last = line;
+  }
+  r.last = nlohmann::json::parse(last, nullptr, /*allow_exceptions=*/false);
+  return r;
+}
+
+TEST(CommBenchTest, ComparesBothSystemsAndEndsWithTheJsonLine) {
+  // A short last row (10,000 = 39 x 256 + 16), MTU-sized rows, GSO trains.
+  CommRun r = RunComm({"comm", "--workers", "3", "--elements", "10000", "--row", "256", "--iters", "4",
+                   "--warmup", "1", "--gloo", "default,halving-doubling"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(r.last.is_object()) << r.output;
+  EXPECT_EQ(r.last.at("workers"), 3);
+  EXPECT_EQ(r.last.at("elements"), 10000);
+  EXPECT_EQ(r.last.at("row"), 256);
+  EXPECT_GT(r.last.at("serene_ms").get<double>(), 0.0);
+  EXPECT_GT(r.last.at("gloo_ms").get<double>(), 0.0);
+  EXPECT_NEAR(r.last.at("serene_over_gloo").get<double>(),
+              r.last.at("serene_ms").get<double>() / r.last.at("gloo_ms").get<double>(), 1e-3);
+  // 3 ranks x (5 Serene pulls + 5 x 2 Gloo sums + the final pull).
+  EXPECT_NE(r.output.find("48 results checked, all exact"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("gloo halving-doubling"), std::string::npos);
+}
+
+TEST(CommBenchTest, WorksWithoutOffloadAndWithSerenesDefaultRow) {
+  CommRun r = RunComm({"comm", "--workers", "2", "--elements", "5000", "--iters", "3", "--warmup",
+                   "0", "--offload", "off", "--gloo", "bcube"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.last.at("row"), 4096);
+  EXPECT_EQ(r.last.at("gloo_algorithm"), "bcube");
+}
+
+TEST(CommBenchTest, RefusesAnUnknownAlgorithmNamingTheChoices) {
+  CommRun r = RunComm({"comm", "--gloo", "default,fastest"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("unknown Gloo algorithm 'fastest': expected one of default, "
+                          "halving-doubling, bcube, ring, ring-chunked"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(CommSummaryTest, AnIterationTakesItsSlowestRanksTimeAndTheReportGivesMedians) {
+  CommPlan plan;
+  plan.algorithms = {collective::GlooAlgorithm::kDefault};
+  CommRankReport a, b;
+  a.serene_s = {0.001, 0.005, 0.003};
+  b.serene_s = {0.002, 0.001, 0.004};  // slowest per iteration: 2, 5, 4 ms
+  a.gloo_s = {{0.010, 0.010, 0.030}};
+  b.gloo_s = {{0.020, 0.010, 0.010}};  // slowest: 20, 10, 30 ms
+  auto s = SummarizeComm(plan, {a, b});
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].name, "serene");
+  EXPECT_DOUBLE_EQ(s[0].median_ms, 4.0);
+  EXPECT_DOUBLE_EQ(s[0].p10_ms, 2.0);
+  EXPECT_DOUBLE_EQ(s[0].p90_ms, 5.0);
+  EXPECT_EQ(s[1].name, "gloo default");
+  EXPECT_DOUBLE_EQ(s[1].median_ms, 20.0);
+}
+
+}  // namespace
+}  // namespace serene::loadgen
