@@ -9,7 +9,7 @@ namespace serene::net {
 namespace {
 
 constexpr std::string_view kSpecSyntax =
-    "expected drop=P,dup=P,reorder=P,delay=D[..D],hold=D,seed=N,dir=rx|tx|both with P a "
+    "expected drop=P,burst=N,dup=P,reorder=P,delay=D[..D],hold=D,seed=N,dir=rx|tx|both with P a "
     "probability (0.05 or 5%) and D a duration (0, 250us, 2ms, 1s)";
 
 Status Bad(std::string_view spec, const std::string& why) {
@@ -81,6 +81,14 @@ Result<FaultSpec> FaultSpec::Parse(std::string_view text) {
       if (!ParseDuration(val, &spec.hold) || spec.hold == 0) {
         return Bad(text, field + " is not a positive duration");
       }
+    } else if (key == "burst") {
+      uint32_t n = 0;
+      auto [ptr, ec] = std::from_chars(val.data(), val.data() + val.size(), n);
+      if (val.empty() || ec != std::errc() || ptr != val.data() + val.size() || n < 1 ||
+          n > 1024) {
+        return Bad(text, field + " is not a number of datagrams 1..1024");
+      }
+      spec.burst = n;
     } else if (key == "seed") {
       auto [ptr, ec] = std::from_chars(val.data(), val.data() + val.size(), spec.seed);
       if (val.empty() || ec != std::errc() || ptr != val.data() + val.size()) {
@@ -115,7 +123,7 @@ std::string FaultSpec::ToString() const {
     auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), p);
     return std::string(buf, ec == std::errc() ? ptr : buf);
   };
-  return "drop=" + prob(drop) + ",dup=" + prob(duplicate) + ",reorder=" + prob(reorder) +
+  return "drop=" + prob(drop) + (burst > 1 ? ",burst=" + std::to_string(burst) : "") + ",dup=" + prob(duplicate) + ",reorder=" + prob(reorder) +
          ",delay=" + delay + ",hold=" + FormatDuration(hold) + ",seed=" + std::to_string(seed) +
          ",dir=" + dir;
 }
@@ -174,7 +182,13 @@ void FaultInjector::Enqueue(Datagram d, int copies) {
 
 void FaultInjector::Push(const proto::Endpoint& peer, std::span<const uint8_t> data, Nanos now) {
   ++counters_.offered;
+  if (burst_left_ > 0) {
+    --burst_left_;
+    ++counters_.dropped;
+    return;
+  }
   if (Uniform() < spec_.drop) {
+    burst_left_ = spec_.burst - 1;
     ++counters_.dropped;
     return;
   }

@@ -10,7 +10,9 @@
 // on every run and in unit tests without sockets.
 //
 // Fates, drawn per datagram in this order (each from the generator):
-//   drop      with probability `drop` the datagram is lost;
+//   drop      with probability `drop` the datagram is lost — and with
+//             burst=N so are the N-1 datagrams after it, with no draws (a
+//             lost GSO train, or a burst on a congested link);
 //   duplicate with probability `duplicate` it is delivered twice;
 //   reorder   with probability `reorder` it is held and delivered right after
 //             the next datagram (a swap of neighbours); if none comes within
@@ -52,6 +54,7 @@ struct FaultSpec {
   Nanos delay_min = 0;      // ns
   Nanos delay_max = 0;      // ns, >= delay_min
   Nanos hold = 10'000'000;  // ns a reordered datagram waits for a successor (10 ms)
+  uint32_t burst = 1;       // datagrams one drop loses, 1..1024
   uint64_t seed = 1;
   FaultDirection direction = FaultDirection::kRx;
 
@@ -61,7 +64,7 @@ struct FaultSpec {
   bool applies_to_rx() const { return enabled() && (static_cast<int>(direction) & 1) != 0; }
   bool applies_to_tx() const { return enabled() && (static_cast<int>(direction) & 2) != 0; }
 
-  // Parses "drop=P,dup=P,reorder=P,delay=D[..D],hold=D,seed=N,dir=rx|tx|both".
+  // Parses "drop=P,burst=N,dup=P,reorder=P,delay=D[..D],hold=D,seed=N,dir=rx|tx|both".
   // P is a probability (0.05 or 5%), D a duration with a unit (0, 250us, 2ms,
   // 1s). Every field is optional; "" and "none" give the disabled spec.
   static Result<FaultSpec> Parse(std::string_view text);
@@ -131,6 +134,7 @@ class FaultInjector {
   std::optional<Held> held_;
   std::vector<std::vector<uint8_t>> free_;  // recycled buffers
   uint64_t next_seq_ = 0;
+  uint32_t burst_left_ = 0;  // datagrams the current burst still drops
   FaultCounters counters_;
 };
 

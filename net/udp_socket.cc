@@ -1,6 +1,7 @@
 #include "net/udp_socket.h"
 
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -28,9 +29,24 @@ int SockaddrFamily(proto::Endpoint::Family f) {
   return f == proto::Endpoint::Family::kIPv6 ? AF_INET6 : AF_INET;
 }
 
-static_assert(CMSG_SPACE(sizeof(in6_pktinfo)) + CMSG_SPACE(sizeof(in_pktinfo)) <=
+static_assert(CMSG_SPACE(sizeof(in6_pktinfo)) + CMSG_SPACE(sizeof(in_pktinfo)) +
+                      CMSG_SPACE(sizeof(int)) <=
                   sizeof(ControlSlot),
-              "a ControlSlot holds the packet-info control messages");
+              "a ControlSlot holds the packet-info and segment-size control messages");
+
+// The segment size of a GRO train (UDP_GRO control message), 0 if none.
+size_t GroSegmentOf(msghdr* hdr) {
+  if (hdr->msg_control == nullptr) return 0;
+  for (cmsghdr* c = CMSG_FIRSTHDR(hdr); c != nullptr; c = CMSG_NXTHDR(hdr, c)) {
+    if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
+        c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      int size = 0;
+      std::memcpy(&size, CMSG_DATA(c), sizeof(size));
+      return size > 0 ? static_cast<size_t>(size) : 0;
+    }
+  }
+  return 0;
+}
 
 // The destination address a datagram's control messages report (IP_PKTINFO:
 // the local address it was accepted on; IPV6_PKTINFO: the header's
@@ -82,6 +98,7 @@ RecvBatch::RecvBatch(size_t capacity, size_t max_datagram)
       sources_(capacity_),
       locals_(capacity_),
       truncated_(capacity_) {
+  segments_.reserve(capacity_ * 2 * kMaxGsoSegments);
   for (size_t i = 0; i < capacity_; ++i) {
     iovs_[i].iov_base = buffers_.data() + i * max_datagram_;
     iovs_[i].iov_len = max_datagram_;
@@ -95,8 +112,23 @@ RecvBatch::RecvBatch(size_t capacity, size_t max_datagram)
 RecvBatch::~RecvBatch() = default;
 
 std::span<const uint8_t> RecvBatch::data(size_t i) const {
-  const size_t len = std::min<size_t>(msgs_[i].msg_len, max_datagram_);
-  return {buffers_.data() + i * max_datagram_, len};
+  const Segment& s = segments_[i];
+  return {buffers_.data() + s.slot * max_datagram_ + s.offset, s.length};
+}
+
+void RecvBatch::AddMessage(size_t slot, size_t length, size_t segment) {
+  length = std::min(length, max_datagram_);
+  const auto add = [&](size_t offset, size_t len) {
+    segments_.push_back({static_cast<uint32_t>(slot), static_cast<uint32_t>(offset),
+                         static_cast<uint32_t>(len)});
+  };
+  if (segment == 0 || segment >= length) {
+    add(0, length);
+    return;
+  }
+  for (size_t offset = 0; offset < length; offset += segment) {
+    add(offset, std::min(segment, length - offset));
+  }
 }
 
 // --- SendBatch ---
@@ -109,7 +141,9 @@ SendBatch::SendBatch(size_t capacity)
       controls_(capacity_),
       addrs_(capacity_),
       iovs_(capacity_),
-      msgs_(capacity_) {}
+      msgs_(capacity_),
+      msg_first_(capacity_),
+      msg_count_(capacity_) {}
 
 SendBatch::~SendBatch() = default;
 
@@ -177,6 +211,9 @@ Result<UdpSocket> UdpSocket::Open(const UdpSocketOptions& options) {
     }
     sock.learn_destination_ = true;
   }
+  // Offload is an optimisation: a kernel without it gets plain datagrams.
+  sock.gso_ = options.gso;
+  if (options.gro && setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) == 0) sock.gro_ = true;
   return sock;
 }
 
@@ -187,6 +224,9 @@ UdpSocket::UdpSocket(UdpSocket&& other) noexcept
       family_(other.family_),
       v6_only_(other.v6_only_),
       learn_destination_(other.learn_destination_),
+      gso_(other.gso_),
+      gro_(other.gro_),
+      gso_refused_size_(other.gso_refused_size_),
       local_(other.local_) {}
 
 UdpSocket& UdpSocket::operator=(UdpSocket&& other) noexcept {
@@ -196,6 +236,9 @@ UdpSocket& UdpSocket::operator=(UdpSocket&& other) noexcept {
     family_ = other.family_;
     v6_only_ = other.v6_only_;
     learn_destination_ = other.learn_destination_;
+    gso_ = other.gso_;
+    gro_ = other.gro_;
+    gso_refused_size_ = other.gso_refused_size_;
     local_ = other.local_;
   }
   return *this;
@@ -318,7 +361,8 @@ Result<int> UdpSocket::SendBufferSize() const {
 }
 
 Result<size_t> UdpSocket::Recv(RecvBatch* batch, std::chrono::nanoseconds timeout) {
-  batch->size_ = 0;
+  batch->segments_.clear();
+  batch->messages_ = 0;
   pollfd pfd{fd_, POLLIN, 0};
   timespec ts{};
   if (timeout.count() >= 0) {
@@ -335,10 +379,13 @@ Result<size_t> UdpSocket::Recv(RecvBatch* batch, std::chrono::nanoseconds timeou
     msghdr& hdr = batch->msgs_[i].msg_hdr;
     hdr.msg_namelen = sizeof(sockaddr_storage);
     hdr.msg_flags = 0;
-    hdr.msg_control = learn_destination_ ? batch->controls_[i].bytes : nullptr;
-    hdr.msg_controllen = learn_destination_ ? sizeof(ControlSlot::bytes) : 0;
+    const bool control = learn_destination_ || gro_;
+    hdr.msg_control = control ? batch->controls_[i].bytes : nullptr;
+    hdr.msg_controllen = control ? sizeof(ControlSlot::bytes) : 0;
     batch->msgs_[i].msg_len = 0;
   }
+  batch->segments_.clear();
+  batch->messages_ = 0;
   int n = ::recvmmsg(fd_, batch->msgs_.data(), static_cast<unsigned>(batch->capacity_),
                      MSG_DONTWAIT, nullptr);
   if (n < 0) {
@@ -359,52 +406,112 @@ Result<size_t> UdpSocket::Recv(RecvBatch* batch, std::chrono::nanoseconds timeou
                         : IsWildcard(local_) ? proto::Endpoint{}
                                              : local_;
     batch->truncated_[k] = (hdr.msg_flags & MSG_TRUNC) != 0;
+    batch->AddMessage(k, batch->msgs_[k].msg_len, gro_ ? GroSegmentOf(&hdr) : 0);
   }
-  batch->size_ = static_cast<size_t>(n);
-  return batch->size_;
+  batch->messages_ = static_cast<size_t>(n);
+  return batch->segments_.size();
+}
+
+size_t UdpSocket::BuildMessages(SendBatch* batch, size_t from, SendResult* result) const {
+  SendBatch& b = *batch;
+  size_t m = 0;
+  size_t i = from;
+  while (i < b.size_) {
+    socklen_t len = ToSockaddr(b.dsts_[i], family_, &b.addrs_[m]);
+    if (len == 0) {
+      if (result == nullptr) {  // a rebuild: counted the first time
+        ++i;
+        continue;
+      }
+      ++result->failed;
+      if (result->error.ok()) {
+        result->error = Status::InvalidArgument("cannot send to " + FormatEndpoint(b.dsts_[i]) +
+                                                " from socket " + FormatEndpoint(local_) +
+                                                ": address family not reachable");
+      }
+      ++i;
+      continue;
+    }
+    // A train: the following datagrams to the same place, of the same size,
+    // the last one possibly shorter.
+    const size_t segment = b.datas_[i].size();
+    size_t count = 1, bytes = segment;
+    if (gso_ && segment > 0 && segment < gso_refused_size_) {
+      while (i + count < b.size_ && count < kMaxGsoSegments) {
+        const size_t j = i + count;
+        const size_t size = b.datas_[j].size();
+        if (size == 0 || size > segment || bytes + size > kMaxGsoBytes ||
+            !(b.dsts_[j] == b.dsts_[i]) || !(b.srcs_[j] == b.srcs_[i])) {
+          break;
+        }
+        ++count;
+        bytes += size;
+        if (size < segment) break;  // a short datagram ends the train
+      }
+    }
+    for (size_t k = 0; k < count; ++k) {
+      b.iovs_[i + k].iov_base = const_cast<uint8_t*>(b.datas_[i + k].data());
+      b.iovs_[i + k].iov_len = b.datas_[i + k].size();
+    }
+    std::memset(&b.msgs_[m], 0, sizeof(b.msgs_[m]));
+    msghdr& hdr = b.msgs_[m].msg_hdr;
+    hdr.msg_name = &b.addrs_[m];
+    hdr.msg_namelen = len;
+    hdr.msg_iov = &b.iovs_[i];
+    hdr.msg_iovlen = count;
+    size_t control = SourceControl(b.srcs_[i], b.dsts_[i], &b.controls_[m]);
+    if (count > 1) {
+      // After the packet-info message, if any (SourceControl returns a CMSG_SPACE).
+      auto* c = reinterpret_cast<cmsghdr*>(b.controls_[m].bytes + control);
+      std::memset(c, 0, CMSG_SPACE(sizeof(uint16_t)));
+      c->cmsg_level = SOL_UDP;
+      c->cmsg_type = UDP_SEGMENT;
+      c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+      const uint16_t size = static_cast<uint16_t>(segment);
+      std::memcpy(CMSG_DATA(c), &size, sizeof(size));
+      control += CMSG_SPACE(sizeof(uint16_t));
+    }
+    if (control > 0) {
+      hdr.msg_control = b.controls_[m].bytes;
+      hdr.msg_controllen = control;
+    }
+    b.msg_first_[m] = static_cast<uint32_t>(i);
+    b.msg_count_[m] = static_cast<uint32_t>(count);
+    ++m;
+    i += count;
+  }
+  return m;
 }
 
 SendResult UdpSocket::Send(SendBatch* batch) {
   SendResult result;
   SendBatch& b = *batch;
-  // Build the message headers, skipping destinations this socket cannot reach.
-  size_t m = 0;
-  for (size_t i = 0; i < b.size_; ++i) {
-    socklen_t len = ToSockaddr(b.dsts_[i], family_, &b.addrs_[m]);
-    if (len == 0) {
-      ++result.failed;
-      if (result.error.ok()) {
-        result.error = Status::InvalidArgument("cannot send to " + FormatEndpoint(b.dsts_[i]) +
-                                               " from socket " + FormatEndpoint(local_) +
-                                               ": address family not reachable");
-      }
-      continue;
-    }
-    b.iovs_[m].iov_base = const_cast<uint8_t*>(b.datas_[i].data());
-    b.iovs_[m].iov_len = b.datas_[i].size();
-    std::memset(&b.msgs_[m], 0, sizeof(b.msgs_[m]));
-    b.msgs_[m].msg_hdr.msg_name = &b.addrs_[m];
-    b.msgs_[m].msg_hdr.msg_namelen = len;
-    b.msgs_[m].msg_hdr.msg_iov = &b.iovs_[m];
-    b.msgs_[m].msg_hdr.msg_iovlen = 1;
-    if (const size_t control = SourceControl(b.srcs_[i], b.dsts_[i], &b.controls_[m])) {
-      b.msgs_[m].msg_hdr.msg_control = b.controls_[m].bytes;
-      b.msgs_[m].msg_hdr.msg_controllen = control;
-    }
-    ++m;
-  }
+  size_t m = BuildMessages(batch, 0, &result);
   size_t i = 0;
   while (i < m) {
     const unsigned chunk = static_cast<unsigned>(std::min(m - i, kMaxBatch));
     int r = ::sendmmsg(fd_, b.msgs_.data() + i, chunk, 0);
     if (r > 0) {
-      for (size_t k = i; k < i + static_cast<size_t>(r); ++k) result.bytes += b.msgs_[k].msg_len;
+      for (size_t k = i; k < i + static_cast<size_t>(r); ++k) {
+        result.bytes += b.msgs_[k].msg_len;
+        result.sent += b.msg_count_[k];
+      }
       i += static_cast<size_t>(r);
-      result.sent += static_cast<size_t>(r);
+      result.messages += static_cast<size_t>(r);
       continue;
     }
     const int err = errno;
     if (r < 0 && err == EINTR) continue;
+    if (r < 0 && b.msg_count_[i] > 1) {
+      // The kernel refused a train (segments over the route's MTU, a device
+      // without offload): send its datagrams one by one, and the rest of the
+      // batch without trains of that size.
+      const size_t first = b.msg_first_[i];
+      gso_refused_size_ = std::min(gso_refused_size_, b.datas_[first].size());
+      m = BuildMessages(batch, first, nullptr);
+      i = 0;
+      continue;
+    }
     if (r < 0 && b.msgs_[i].msg_hdr.msg_control != nullptr) {
       // The source address may be the reason (removed from the host: EINVAL
       // or ENETUNREACH): send it again from whatever address the kernel picks.

@@ -13,6 +13,17 @@
 // datagrams to the kernel in as few sendmmsg calls as possible; a datagram the
 // kernel refuses (no route, too big) is skipped and counted, not fatal.
 //
+// Segmentation offload (on by default): Send() coalesces runs of datagrams to
+// one destination, of one size (the last of a run may be shorter), into one
+// message with UDP_SEGMENT (GSO), so up to 64 datagrams cross into the kernel
+// as one; the wire still carries the separate datagrams. A socket with
+// UDP_GRO accepts such trains (on loopback, or coalesced by the NIC's GRO)
+// as one buffer, and Recv() splits them back at the segment size the kernel
+// reports, so callers always see single datagrams, with or without offload.
+// If the kernel refuses a train (e.g. segments larger than the route's MTU)
+// it is sent again datagram by datagram and trains of that size are not
+// tried again on this socket.
+//
 // Multi-homed hosts: a socket bound to a wildcard address ("0.0.0.0", "::")
 // asks the kernel for each datagram's destination address (IP_PKTINFO,
 // IPV6_RECVPKTINFO), which RecvBatch::local() reports, and a datagram sent
@@ -34,6 +45,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -49,6 +61,10 @@ namespace serene::net {
 inline constexpr size_t kMaxUdpPayload = 65536;
 // sendmmsg/recvmmsg take at most UIO_MAXIOV messages per call.
 inline constexpr size_t kMaxBatch = 1024;
+// A GSO train: at most this many datagrams and payload bytes (the kernel's
+// limits are 64 KiB per train and UDP_MAX_SEGMENTS = 64 or 128 segments).
+inline constexpr size_t kMaxGsoSegments = 64;
+inline constexpr size_t kMaxGsoBytes = 65000;
 
 struct UdpSocketOptions {
   std::string address = "0.0.0.0";  // numeric IPv4/IPv6 host to bind, "::" = every address
@@ -60,15 +76,21 @@ struct UdpSocketOptions {
   // Wildcard binds: learn each datagram's destination address (IP_PKTINFO /
   // IPV6_RECVPKTINFO; RecvBatch::local). Ignored for a specific address.
   bool learn_destination = true;
+  // Segmentation offload: send trains with UDP_SEGMENT, accept them with
+  // UDP_GRO (see above). Off: one datagram per message each way.
+  bool gso = true;
+  bool gro = true;
 };
 
-// Room for the control messages of one datagram (an in_pktinfo or an
-// in6_pktinfo, with headroom), aligned for cmsghdr.
+// Room for the control messages of one message (an in_pktinfo or an
+// in6_pktinfo, and a UDP_SEGMENT / UDP_GRO size), aligned for cmsghdr.
 struct alignas(cmsghdr) ControlSlot {
   unsigned char bytes[128];
 };
 
-// Storage for up to `capacity` received datagrams of `max_datagram` bytes each.
+// Storage for up to `capacity` received messages of `max_datagram` bytes
+// each; with GRO a message may hold a train of datagrams, which the batch
+// presents one by one.
 class RecvBatch {
  public:
   explicit RecvBatch(size_t capacity, size_t max_datagram = kMaxUdpPayload);
@@ -76,24 +98,38 @@ class RecvBatch {
   RecvBatch(const RecvBatch&) = delete;
   RecvBatch& operator=(const RecvBatch&) = delete;
 
+  // Messages one Recv() takes at most.
   size_t capacity() const { return capacity_; }
-  // Datagrams the last UdpSocket::Recv() filled.
-  size_t size() const { return size_; }
+  // Datagrams the last UdpSocket::Recv() filled (a GRO train counts each).
+  size_t size() const { return segments_.size(); }
+  // The last Recv() filled every message slot: more may be queued.
+  bool full() const { return messages_ == capacity_; }
+  // Messages (kernel buffers) the last Recv() took; <= size().
+  size_t messages() const { return messages_; }
   // REQUIRES: i < size().
   std::span<const uint8_t> data(size_t i) const;
-  const proto::Endpoint& source(size_t i) const { return sources_[i]; }
+  const proto::Endpoint& source(size_t i) const { return sources_[segments_[i].slot]; }
   // The switch-side address the datagram reached, with the socket's port:
   // its destination address on a wildcard-bound socket that learns it
   // (IP_PKTINFO), the bound address otherwise. Invalid when unknown.
-  const proto::Endpoint& local(size_t i) const { return locals_[i]; }
-  // The datagram was larger than max_datagram; data(i) holds only its start.
-  bool truncated(size_t i) const { return truncated_[i]; }
+  const proto::Endpoint& local(size_t i) const { return locals_[segments_[i].slot]; }
+  // The message was larger than max_datagram; data(i) holds only its start.
+  bool truncated(size_t i) const { return truncated_[segments_[i].slot] != 0; }
 
  private:
   friend class UdpSocket;
+  struct Segment {
+    uint32_t slot;
+    uint32_t offset;
+    uint32_t length;
+  };
+  // Splits message `slot` of `length` bytes into datagrams of `segment`
+  // bytes (0: one datagram).
+  void AddMessage(size_t slot, size_t length, size_t segment);
+
   size_t capacity_;
   size_t max_datagram_;
-  size_t size_ = 0;
+  size_t messages_ = 0;
   std::vector<uint8_t> buffers_;
   std::vector<sockaddr_storage> addrs_;
   std::vector<iovec> iovs_;
@@ -102,6 +138,7 @@ class RecvBatch {
   std::vector<proto::Endpoint> sources_;
   std::vector<proto::Endpoint> locals_;
   std::vector<uint8_t> truncated_;
+  std::vector<Segment> segments_;
 };
 
 // Up to `capacity` datagrams to send. Add() does not copy: the bytes must stay
@@ -136,11 +173,14 @@ class SendBatch {
   std::vector<sockaddr_storage> addrs_;
   std::vector<iovec> iovs_;
   std::vector<mmsghdr> msgs_;
+  std::vector<uint32_t> msg_first_;  // first datagram of each message
+  std::vector<uint32_t> msg_count_;  // datagrams in each message (a GSO train: > 1)
 };
 
 // What Send() did with a batch.
 struct SendResult {
-  size_t sent = 0;
+  size_t sent = 0;      // datagrams
+  size_t messages = 0;  // kernel messages they took (GSO trains count once)
   size_t bytes = 0;   // payload bytes of the datagrams sent
   size_t failed = 0;  // refused by the kernel (or unreachable family) and skipped
   Status error;       // the first failure, if any
@@ -175,6 +215,9 @@ class UdpSocket {
   // True if the socket reports each datagram's destination (wildcard bind
   // with learn_destination).
   bool learns_destination() const { return learn_destination_; }
+  // Segmentation offload in use: Send() builds GSO trains / Recv() splits GRO trains.
+  bool gso() const { return gso_; }
+  bool gro() const { return gro_; }
 
   // SO_RCVBUF / SO_SNDBUF. The kernel caps the size at net.core.rmem_max /
   // wmem_max unless the process has CAP_NET_ADMIN (then the cap is lifted).
@@ -185,9 +228,10 @@ class UdpSocket {
   Result<int> RecvBufferSize() const;
   Result<int> SendBufferSize() const;
 
-  // Waits up to `timeout` for datagrams, then receives as many as fit in
-  // `batch` (at least one if any arrived). Returns the count: 0 on timeout or
-  // when interrupted by a signal. A negative timeout waits forever.
+  // Waits up to `timeout` for datagrams, then receives as many messages as
+  // fit in `batch` (at least one if any arrived). Returns the count of
+  // datagrams: 0 on timeout or when interrupted by a signal. A negative
+  // timeout waits forever.
   Result<size_t> Recv(RecvBatch* batch, std::chrono::nanoseconds timeout);
 
   // Sends every datagram of `batch` (blocking while the send buffer is full).
@@ -216,11 +260,19 @@ class UdpSocket {
   // `src` into `slot`; returns its length, 0 when none applies.
   size_t SourceControl(const proto::Endpoint& src, const proto::Endpoint& dst,
                        ControlSlot* slot) const;
+  // Builds the kernel messages of batch datagrams [from, size), coalescing
+  // GSO trains; returns the number of messages. Datagrams to unreachable
+  // families are skipped and counted in `result` (unless null).
+  size_t BuildMessages(SendBatch* batch, size_t from, SendResult* result) const;
 
   int fd_ = -1;
   int family_ = 0;
   bool v6_only_ = false;
   bool learn_destination_ = false;  // IP_PKTINFO / IPV6_RECVPKTINFO is on
+  bool gso_ = false;
+  bool gro_ = false;
+  // Trains of datagrams this large or larger were refused: not tried again.
+  size_t gso_refused_size_ = SIZE_MAX;
   proto::Endpoint local_;
 };
 

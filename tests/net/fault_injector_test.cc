@@ -93,7 +93,8 @@ TEST(FaultSpecTest, RefusesBadValuesNamingThem) {
       {"delay=2 ms", "delay=2 ms"}, {"hold=0", "hold=0"},
       {"dir=up", "dir=up"},         {"seed=-1", "seed=-1"},
       {"jitter=1ms", "jitter"},     {"drop", "'drop' is not key=value"},
-      {"delay=1h", "delay=1h"},
+      {"delay=1h", "delay=1h"},     {"burst=0", "burst=0"},
+      {"burst=2000", "burst=2000"}, {"burst=x", "burst=x"},
   };
   for (const Case& c : cases) {
     auto s = FaultSpec::Parse(c.spec);
@@ -105,7 +106,8 @@ TEST(FaultSpecTest, RefusesBadValuesNamingThem) {
 }
 
 TEST(FaultSpecTest, ToStringRoundTrips) {
-  FaultSpec s = SpecOrDie("drop=0.25,dup=0.125,reorder=0.5,delay=1ms..3ms,hold=7ms,seed=9,dir=tx");
+  FaultSpec s =
+      SpecOrDie("drop=0.25,burst=4,dup=0.125,reorder=0.5,delay=1ms..3ms,hold=7ms,seed=9,dir=tx");
   FaultSpec t = SpecOrDie(s.ToString().c_str());
   EXPECT_DOUBLE_EQ(t.drop, s.drop);
   EXPECT_DOUBLE_EQ(t.duplicate, s.duplicate);
@@ -115,6 +117,9 @@ TEST(FaultSpecTest, ToStringRoundTrips) {
   EXPECT_EQ(t.hold, s.hold);
   EXPECT_EQ(t.seed, s.seed);
   EXPECT_EQ(t.direction, s.direction);
+  EXPECT_EQ(t.burst, 4u);
+  // A burst of 1 (the default) is left out, so older specs print as before.
+  EXPECT_EQ(SpecOrDie("drop=0.5").ToString().find("burst"), std::string::npos);
 }
 
 TEST(FaultDurationTest, ParsesAndFormatsUnits) {
@@ -157,6 +162,28 @@ TEST(FaultInjectorTest, DropRateMatchesTheSpec) {
   EXPECT_NEAR(static_cast<double>(c.dropped), 0.1 * kN, 500);
   // Survivors keep their order.
   for (size_t i = 1; i < out.size(); ++i) ASSERT_LT(out[i - 1], out[i]);
+}
+
+TEST(FaultInjectorTest, ABurstDropLosesRunsOfConsecutiveDatagrams) {
+  FaultInjector inj(SpecOrDie("drop=0.01,burst=64,seed=3"));
+  constexpr uint32_t kN = 100'000;
+  auto out = Deliver(inj, kN);
+  const auto& c = inj.counters();
+  EXPECT_EQ(c.delivered + c.dropped, kN);
+  ASSERT_GT(c.dropped, 0u);
+  // Every gap between survivors is a multiple of whole bursts (back-to-back
+  // bursts merge), and there are as many bursts as drop draws would give.
+  uint64_t bursts = 0;
+  uint32_t expect = 0;
+  for (uint32_t id : out) {
+    const uint32_t gap = id - expect;
+    EXPECT_EQ(gap % 64, 0u) << "gap of " << gap << " before " << id;
+    bursts += gap / 64;
+    expect = id + 1;
+  }
+  EXPECT_EQ(c.dropped, bursts * 64 + (kN - expect));
+  // Each surviving datagram draws once: ~1 % of them start a burst.
+  EXPECT_NEAR(static_cast<double>(bursts), 0.01 * static_cast<double>(out.size()), 100);
 }
 
 TEST(FaultInjectorTest, DuplicatesAreDeliveredTwiceBackToBack) {

@@ -458,5 +458,145 @@ TEST(UdpSocketTest, WildcardIPv6SocketAnswersFromTheAddressReached) {
   EXPECT_EQ(reply[0].src, Host(other, port)) << other;
 }
 
+// --- Segmentation offload (GSO trains out, GRO trains in) ---
+
+UdpSocketOptions Offload(bool gso, bool gro) {
+  UdpSocketOptions o = Opts("127.0.0.1");
+  o.gso = gso;
+  o.gro = gro;
+  return o;
+}
+
+// Sends datagrams of `sizes` bytes (numbered payloads) to `dst` in one batch.
+SendResult SendSizes(UdpSocket& tx, const proto::Endpoint& dst, const std::vector<size_t>& sizes,
+                     std::vector<std::vector<uint8_t>>* payloads) {
+  payloads->clear();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    payloads->push_back(Payload(static_cast<uint32_t>(i), sizes[i]));
+  }
+  SendBatch batch(sizes.size());
+  for (const auto& p : *payloads) EXPECT_TRUE(batch.Add(dst, p));
+  return tx.Send(&batch);
+}
+
+void ExpectSameDatagrams(const std::vector<Received>& got,
+                         const std::vector<std::vector<uint8_t>>& sent) {
+  ASSERT_EQ(got.size(), sent.size());
+  for (size_t i = 0; i < sent.size(); ++i) EXPECT_EQ(got[i].data, sent[i]) << "datagram " << i;
+}
+
+TEST(UdpSocketOffloadTest, ATrainArrivesAsTheSameDatagramsWithAndWithoutGro) {
+  // Equal sizes, then a short last one (a model's short last row).
+  const std::vector<size_t> sizes = {1048, 1048, 1048, 1048, 1048, 300};
+  for (bool gro : {true, false}) {
+    SCOPED_TRACE(gro ? "GRO receiver" : "plain receiver");
+    UdpSocket rx = OpenOrDie(Offload(true, gro));
+    UdpSocket tx = OpenOrDie(Offload(true, true));
+    EXPECT_EQ(rx.gro(), gro);
+    std::vector<std::vector<uint8_t>> sent;
+    SendResult r = SendSizes(tx, rx.local(), sizes, &sent);
+    EXPECT_EQ(r.sent, sizes.size());
+    EXPECT_EQ(r.failed, 0u);
+    EXPECT_EQ(r.messages, 1u) << "one GSO train";
+    ExpectSameDatagrams(RecvN(rx, sizes.size()), sent);
+  }
+}
+
+TEST(UdpSocketOffloadTest, GroReceiverTakesALoopbackTrainAsOneMessage) {
+  UdpSocket rx = OpenOrDie(Offload(true, true));
+  UdpSocket tx = OpenOrDie(Offload(true, true));
+  std::vector<std::vector<uint8_t>> sent;
+  ASSERT_EQ(SendSizes(tx, rx.local(), std::vector<size_t>(40, 1000), &sent).messages, 1u);
+  RecvBatch batch(8);
+  auto n = rx.Recv(&batch, 5s);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 40u);
+  EXPECT_EQ(batch.size(), 40u);
+  EXPECT_EQ(batch.messages(), 1u);
+  EXPECT_FALSE(batch.full());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    auto d = batch.data(i);
+    EXPECT_EQ(std::vector<uint8_t>(d.begin(), d.end()), sent[i]) << i;
+    EXPECT_EQ(batch.source(i), tx.local());
+    EXPECT_FALSE(batch.truncated(i));
+  }
+}
+
+TEST(UdpSocketOffloadTest, TrainsBreakAtALongerDatagramAShortOneAndANewDestination) {
+  UdpSocket rx1 = OpenOrDie(Offload(true, true));
+  UdpSocket rx2 = OpenOrDie(Offload(true, true));
+  UdpSocket tx = OpenOrDie(Offload(true, true));
+  std::vector<std::vector<uint8_t>> p;
+  for (uint32_t i = 0; i < 9; ++i) p.push_back(Payload(i, i == 3 ? 50 : (i == 4 ? 200 : 100)));
+  SendBatch batch(16);
+  // Trains: [0 1 2 3] (3 is short: it ends the train), [4 5] (4 is longer
+  // than 3: a new train, which the shorter 5 ends), [6 7], then [8] to rx2.
+  for (uint32_t i = 0; i < 8; ++i) batch.Add(rx1.local(), p[i]);
+  batch.Add(rx2.local(), p[8]);
+  SendResult r = tx.Send(&batch);
+  EXPECT_EQ(r.sent, 9u);
+  EXPECT_EQ(r.messages, 4u);
+  auto got1 = RecvN(rx1, 8);
+  ASSERT_EQ(got1.size(), 8u);
+  for (uint32_t i = 0; i < 8; ++i) EXPECT_EQ(got1[i].data, p[i]) << i;
+  auto got2 = RecvN(rx2, 1);
+  ASSERT_EQ(got2.size(), 1u);
+  EXPECT_EQ(got2[0].data, p[8]);
+}
+
+TEST(UdpSocketOffloadTest, TrainsRespectTheSegmentAndByteLimits) {
+  UdpSocket rx = OpenOrDie(Offload(true, true));
+  UdpSocket tx = OpenOrDie(Offload(true, true));
+  rx.SetRecvBufferSize(8 << 20);
+  std::vector<std::vector<uint8_t>> sent;
+  // 130 small datagrams: trains of 64, 64 and 2.
+  SendResult r = SendSizes(tx, rx.local(), std::vector<size_t>(130, 100), &sent);
+  EXPECT_EQ(r.sent, 130u);
+  EXPECT_EQ(r.messages, 3u);
+  ExpectSameDatagrams(RecvN(rx, 130), sent);
+  // 20 datagrams of 4000 bytes: 16 fit kMaxGsoBytes, then 4.
+  static_assert(16 * 4000 <= kMaxGsoBytes && 17 * 4000 > kMaxGsoBytes);
+  r = SendSizes(tx, rx.local(), std::vector<size_t>(20, 4000), &sent);
+  EXPECT_EQ(r.sent, 20u);
+  EXPECT_EQ(r.messages, 2u);
+  ExpectSameDatagrams(RecvN(rx, 20), sent);
+}
+
+TEST(UdpSocketOffloadTest, WithoutGsoEveryDatagramIsAMessageAndAGroReceiverStillSplits) {
+  UdpSocket rx = OpenOrDie(Offload(false, true));
+  UdpSocket tx = OpenOrDie(Offload(false, false));
+  EXPECT_FALSE(tx.gso());
+  std::vector<std::vector<uint8_t>> sent;
+  SendResult r = SendSizes(tx, rx.local(), {500, 500, 500, 20}, &sent);
+  EXPECT_EQ(r.sent, 4u);
+  EXPECT_EQ(r.messages, 4u);
+  ExpectSameDatagrams(RecvN(rx, 4), sent);
+}
+
+TEST(UdpSocketOffloadTest, ATrainToAWildcardSocketKeepsItsSourceAddress) {
+  // The packet-info control message and UDP_SEGMENT share one message.
+  UdpSocketOptions o = Offload(true, true);
+  o.address = "0.0.0.0";
+  UdpSocket server = OpenOrDie(o);
+  UdpSocket peer = OpenOrDie(Offload(true, true));
+  const proto::Endpoint to_server = Host("127.0.0.1", server.local().port);
+  ASSERT_TRUE(peer.SendTo(to_server, Payload(0)).ok());
+  auto hello = RecvN(server, 1);
+  ASSERT_EQ(hello.size(), 1u);
+  std::vector<std::vector<uint8_t>> p;
+  SendBatch batch(8);
+  for (uint32_t i = 0; i < 5; ++i) p.push_back(Payload(i, 600));
+  for (const auto& d : p) batch.Add(hello[0].src, hello[0].local, d);
+  SendResult r = server.Send(&batch);
+  EXPECT_EQ(r.sent, 5u);
+  EXPECT_EQ(r.messages, 1u);
+  auto got = RecvN(peer, 5);
+  ASSERT_EQ(got.size(), 5u);
+  for (uint32_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(got[i].data, p[i]);
+    EXPECT_EQ(got[i].src, to_server);
+  }
+}
+
 }  // namespace
 }  // namespace serene::net
