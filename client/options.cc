@@ -1,5 +1,6 @@
 #include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "common/parse.h"
 #include "include/serene/client.h"
@@ -68,6 +69,11 @@ Result<ClientOptions> ClientOptions::FromEnvironment(ClientOptions o) {
   if (const char* s = FirstEnv({"SERENE_DEADLINE_S"}, &name)) {
     if (!ParseUint32(s, &v) || v < 1) return BadEnv(name, s, "a deadline in s >= 1");
     o.deadline = std::chrono::seconds(v);
+  }
+  if (const char* s = FirstEnv({"SERENE_OFFLOAD"}, &name)) {
+    const std::string_view text = s;
+    if (text != "on" && text != "off") return BadEnv(name, s, "on or off");
+    o.offload = text == "on";
   }
   if (o.world_size != 0 && o.rank >= o.world_size) {
     return Status::InvalidArgument("rank " + std::to_string(o.rank) + " is not below world size " +

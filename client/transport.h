@@ -31,6 +31,9 @@ class RttEstimator {
       : initial_(initial), max_(max) {}
 
   void Sample(SteadyClock::duration sample);
+  // Raises the lowest timeout above its 10 ms default (see Transport::SetJobShape).
+  void SetFloor(SteadyClock::duration floor) { floor_ = floor; }
+  SteadyClock::duration floor() const { return floor_; }
   // The timeout after `attempts` retransmissions of one request.
   SteadyClock::duration Rto(uint32_t attempts) const;
 
@@ -38,6 +41,7 @@ class RttEstimator {
   std::chrono::milliseconds initial_;
   std::chrono::milliseconds max_;
   bool have_ = false;
+  SteadyClock::duration floor_ = std::chrono::milliseconds(10);
   SteadyClock::duration srtt_{0};
   SteadyClock::duration rttvar_{0};
 };
@@ -66,6 +70,12 @@ class Transport {
   bool saturated() const { return saturated_; }
 
   RttEstimator& rtt() { return rtt_; }
+  // Sizes the timeout floor to the job: a request may legitimately wait at
+  // the switch behind one push of every rank (workers x elements x 4 bytes,
+  // which the switch's receive buffer is sized to hold), so a timer shorter
+  // than the time to drain that queue only causes spurious retransmissions.
+  // Losses inside a window are still repaired at once (fast retransmit).
+  void SetJobShape(uint32_t workers, uint64_t elements);
   const std::string& switch_name() const { return switch_name_; }
   std::string local_address() const;
   const ClientOptions& options() const { return options_; }
@@ -92,7 +102,7 @@ Status Transport::Receive(SteadyClock::duration timeout, Handler&& handle) {
   if (timeout < SteadyClock::duration::zero()) timeout = SteadyClock::duration::zero();
   Result<size_t> n = socket_.Recv(&recv_, timeout);
   if (!n.ok()) return n.status();
-  backlog_ = *n == recv_.capacity();
+  backlog_ = recv_.full();
   for (size_t i = 0; i < *n; ++i) {
     proto::PacketView v;
     auto data = recv_.data(i);

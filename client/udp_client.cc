@@ -62,6 +62,7 @@ Status UdpClient::Adopt(const JobInfo& ack) {
     pull_buf_.assign(ack.elements, 0);
   }
   rank_.info = ack;
+  transport_.SetJobShape(ack.workers, ack.elements);
   rank_.done = ack.done;
   rank_.pushed = false;
   rank_.joined = true;
@@ -332,6 +333,8 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   so.port = 0;
   so.recv_buffer_bytes = options.socket_buffer_bytes;
   so.send_buffer_bytes = options.socket_buffer_bytes;
+  so.gso = options.offload;
+  so.gro = options.offload;
   Result<net::UdpSocket> sock = net::UdpSocket::Open(so);
   if (!sock.ok()) return sock.status();
   return std::unique_ptr<Client>(new client::UdpClient(options, std::move(*sock), *sw));

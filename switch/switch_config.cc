@@ -17,7 +17,7 @@ namespace serene::switchd {
 namespace {
 
 constexpr std::string_view kTopKeys =
-    "bind, port, threads, batch, recv_buffer, send_buffer, log_level, fault, control, "
+    "bind, port, threads, batch, recv_buffer, send_buffer, offload, log_level, fault, control, "
     "token_file, metrics, job";
 constexpr std::string_view kJobKeys =
     "id, workers, elements, row, scale, key, evict_after, allow, policy";
@@ -83,6 +83,10 @@ Status ApplySetting(std::string_view key, const std::string& setting, std::strin
                  "a size in bytes 0..1GiB, e.g. 4194304 or 4MiB (0 = kernel default)");
     }
     (key == "recv_buffer" ? c->server.recv_buffer : c->server.send_buffer) = bytes;
+    if (key == "recv_buffer") c->recv_buffer_given = true;
+  } else if (key == "offload") {
+    if (text != "on" && text != "off") return Bad(setting, text, "on or off");
+    c->server.offload = text == "on";
   } else if (key == "log_level") {
     if (!IsLogLevel(text)) {
       return Bad(setting, text, "one of trace, debug, info, warn, error, critical, off");
@@ -310,7 +314,7 @@ Result<SwitchConfig> ParseTomlConfig(std::string_view text, std::string_view sou
         if (!s.ok()) return Status::InvalidArgument(src + ": " + s.message());
       }
     } else if (key == "port" || key == "threads" || key == "batch" || key == "recv_buffer" ||
-               key == "send_buffer" || key == "log_level" || key == "fault" ||
+               key == "send_buffer" || key == "offload" || key == "log_level" || key == "fault" ||
                key == "control" || key == "token_file" || key == "metrics") {
       auto value = ScalarText(node);
       if (!value) {
@@ -354,6 +358,7 @@ Result<SwitchConfig> BuildConfig(const SwitchFlags& flags) {
       {"batch", &flags.batch},
       {"recv_buffer", &flags.recv_buffer},
       {"send_buffer", &flags.send_buffer},
+      {"offload", &flags.offload},
       {"log_level", &flags.log_level},
       {"fault", &flags.fault},
       {"control", &flags.control},
@@ -372,7 +377,15 @@ Result<SwitchConfig> BuildConfig(const SwitchFlags& flags) {
     Status s = c.AddJob(*job);
     if (!s.ok()) return s;
   }
+  if (!c.recv_buffer_given) c.server.recv_buffer = AutoRecvBuffer(c.jobs);
   return c;
+}
+
+int AutoRecvBuffer(const std::vector<dataplane::JobConfig>& jobs) {
+  constexpr uint64_t kMin = 4 << 20, kMax = 256 << 20;
+  uint64_t burst = 0;
+  for (const auto& job : jobs) burst = std::max<uint64_t>(burst, uint64_t{job.workers} * job.elements * 4);
+  return static_cast<int>(std::clamp(burst, kMin, kMax));
 }
 
 }  // namespace serene::switchd

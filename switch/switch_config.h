@@ -40,6 +40,9 @@ struct SwitchConfig {
   std::string token_file;                  // the API's token (file content); "" = none
   std::string metrics;                     // Prometheus HTTP address HOST:PORT; "" = off
   std::vector<dataplane::JobConfig> jobs;  // static jobs, created at start-up
+  // recv_buffer was set (flag or file). If not, BuildConfig sizes it to the
+  // static jobs: AutoRecvBuffer.
+  bool recv_buffer_given = false;
 
   // Adds a job; refuses an id that is already defined.
   Status AddJob(const dataplane::JobConfig& job);
@@ -48,6 +51,12 @@ struct SwitchConfig {
   // that do not fit a 1500-byte MTU on a non-loopback bind). For the log.
   std::vector<std::string> Warnings() const;
 };
+
+// The receive buffer (SO_RCVBUF) that holds the largest burst a static job
+// can send at once — every rank pushing a whole model: workers x elements x
+// 4 bytes (the kernel doubles the value for its own overhead), at least the
+// 4 MiB default and at most 256 MiB. Larger jobs rely on NACK recovery.
+int AutoRecvBuffer(const std::vector<dataplane::JobConfig>& jobs);
 
 // The flags as typed on the command line. Unset optionals were not given.
 // Numbers stay text so that a bad one is refused with the same message as in
@@ -60,6 +69,7 @@ struct SwitchFlags {
   std::optional<std::string> batch;
   std::optional<std::string> recv_buffer;
   std::optional<std::string> send_buffer;
+  std::optional<std::string> offload;
   std::optional<std::string> log_level;
   std::optional<std::string> fault;
   std::optional<std::string> control;

@@ -26,9 +26,14 @@ void AddSwitchFlags(CLI::App* app, SwitchFlags* flags) {
            "Sockets and loop threads per address, 1..64 (default 1)", "N");
   Optional(app, "--batch", &flags->batch, "Datagrams per recvmmsg, 1..1024 (default 32)", "N");
   Optional(app, "--recv-buffer", &flags->recv_buffer,
-           "SO_RCVBUF per socket, e.g. 4MiB; 0 = kernel default (default 4MiB)", "BYTES");
+           "SO_RCVBUF per socket, e.g. 64MiB; 0 = kernel default (default: the largest static "
+           "job's burst, workers x elements x 4 bytes, 4..256 MiB)", "BYTES");
   Optional(app, "--send-buffer", &flags->send_buffer,
            "SO_SNDBUF per socket, e.g. 4MiB; 0 = kernel default (default 4MiB)", "BYTES");
+  Optional(app, "--offload", &flags->offload,
+           "UDP segmentation offload: send trains of datagrams with GSO, accept GRO trains, "
+           "on or off (default on)",
+           "on|off");
   Optional(app, "--log-level", &flags->log_level,
            "trace, debug, info, warn, error, critical or off (default info)", "LEVEL");
   Optional(app, "--fault", &flags->fault,

@@ -14,7 +14,7 @@ class App;
 namespace serene::switchd {
 
 // Declares --config, --bind, --port, --threads, --batch, --recv-buffer,
-// --send-buffer, --log-level, --fault, --control, --token-file, --metrics and
+// --send-buffer, --offload, --log-level, --fault, --control, --token-file, --metrics and
 // --job on `app`, writing into *flags
 // (which must outlive the parse).
 void AddSwitchFlags(CLI::App* app, SwitchFlags* flags);

@@ -297,6 +297,8 @@ Status SwitchServer::OpenPorts() {
       o.reuse_port = options_.threads > 1;
       o.recv_buffer_bytes = options_.recv_buffer;
       o.send_buffer_bytes = options_.send_buffer;
+      o.gso = options_.offload;
+      o.gro = options_.offload;
       auto socket = net::UdpSocket::Open(o);
       if (!socket.ok() && default_bind && t == 0) {
         // No IPv6 on this host: serve IPv4 only.

@@ -65,6 +65,7 @@ struct ServerOptions {
   uint32_t batch = 32;        // datagrams per recvmmsg, Process() calls per Output
   int recv_buffer = 4 << 20;  // SO_RCVBUF bytes per socket; 0 = kernel default
   int send_buffer = 4 << 20;  // SO_SNDBUF bytes per socket; 0 = kernel default
+  bool offload = true;        // UDP GSO trains out, GRO trains in (net/udp_socket.h)
   net::FaultSpec fault;       // applied per socket, seeded per socket and direction
   std::chrono::milliseconds poll_interval{50};  // longest a loop sleeps between stop checks
 };

@@ -74,6 +74,10 @@ struct ClientOptions {
   // Socket receive and send buffers, bytes: a pull arrives and a push leaves
   // in bursts of a whole model.
   int socket_buffer_bytes = 8 << 20;
+  // UDP segmentation offload: a push or a window of READs leaves as trains
+  // of datagrams (GSO) and replies arrive as trains (GRO); the wire carries
+  // the same datagrams either way. Env: SERENE_OFFLOAD (on/off). Default on.
+  bool offload = true;
   // Treat the switch's SATURATED flag as an error (default) or only report it.
   bool fail_on_saturation = true;
 

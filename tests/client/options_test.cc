@@ -20,7 +20,7 @@ class EnvTest : public ::testing::Test {
       "SERENE_SWITCH", "SERENE_JOB", "SERENE_KEY", "RANK", "SERENE_RANK", "OMPI_COMM_WORLD_RANK",
       "PMI_RANK", "SLURM_PROCID", "WORLD_SIZE", "SERENE_WORLD_SIZE", "OMPI_COMM_WORLD_SIZE",
       "PMI_SIZE", "SLURM_NTASKS", "SERENE_WINDOW", "SERENE_TIMEOUT_MS", "SERENE_DEADLINE_S",
-      "SERENE_BIND"};
+      "SERENE_BIND", "SERENE_OFFLOAD"};
 };
 
 TEST_F(EnvTest, DefaultsWhenNothingIsSet) {
@@ -65,6 +65,17 @@ TEST_F(EnvTest, MpiAndSlurmFallbacks) {
   EXPECT_EQ(o->world_size, 6u);
   setenv("RANK", "1", 1);  // RANK wins
   EXPECT_EQ(ClientOptions::FromEnvironment()->rank, 1u);
+}
+
+TEST_F(EnvTest, OffloadIsOnUnlessTurnedOff) {
+  EXPECT_TRUE(ClientOptions::FromEnvironment()->offload);
+  setenv("SERENE_OFFLOAD", "off", 1);
+  EXPECT_FALSE(ClientOptions::FromEnvironment()->offload);
+  setenv("SERENE_OFFLOAD", "maybe", 1);
+  auto o = ClientOptions::FromEnvironment();
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("SERENE_OFFLOAD='maybe'"), std::string::npos)
+      << o.status().message();
 }
 
 TEST_F(EnvTest, MalformedValuesAreRefusedNamingTheVariable) {

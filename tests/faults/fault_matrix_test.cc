@@ -127,6 +127,22 @@ std::vector<FaultCase> ReportedCases() {
   return cases;
 }
 
+// Whole GSO trains lost: the switch's replies and the ranks' pushes leave in
+// trains of up to 64 rows, and a lost train is 64 consecutive rows gone at
+// once (burst=64 drops a datagram and the 63 after it). 50,000 elements are
+// 196 rows (the last one short, 80 values), so a pull or a push is three full
+// trains and a short one.
+std::vector<FaultCase> TrainCases() {
+  std::vector<FaultCase> cases;
+  for (const char* dir : {"rx", "tx"}) {
+    for (uint64_t seed : {1, 2}) {
+      cases.push_back({"train64", "drop=0.001,burst=64", dir, seed, "sync", 10, 50'000});
+    }
+  }
+  cases.push_back({"burst8", "drop=0.01,burst=8", "both", 1, "sync", 30, kElements});
+  return cases;
+}
+
 std::vector<std::string> BenchArgs(const FaultCase& c) {
   return {"--workers", std::to_string(kWorkers), "--elements", std::to_string(c.elements),
           "--row",     std::to_string(kRow),     "--clocks",   std::to_string(c.clocks),
@@ -256,6 +272,7 @@ TEST_P(FaultMatrixTest, EveryWaitEndsAndEveryResultIsExact) {
 INSTANTIATE_TEST_SUITE_P(Sync, FaultMatrixTest, ::testing::ValuesIn(SyncCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(Reported, FaultMatrixTest, ::testing::ValuesIn(ReportedCases()),
                          CaseName);
+INSTANTIATE_TEST_SUITE_P(Trains, FaultMatrixTest, ::testing::ValuesIn(TrainCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(Stale, FaultMatrixTest, ::testing::ValuesIn(StaleCases()), CaseName);
 
 // A worker that dies mid-run (SIGKILL: a crash) must not leave its peers

@@ -102,6 +102,33 @@ TEST(SwitchConfigTest, AppliesEveryFlag) {
   EXPECT_TRUE(c->Warnings().empty());
 }
 
+TEST(SwitchConfigTest, OffloadIsOnUnlessTurnedOff) {
+  auto on = BuildConfig(SwitchFlags{});
+  ASSERT_TRUE(on.ok());
+  EXPECT_TRUE(on->server.offload);
+  auto off = FromFlags({"--offload", "off"});
+  ASSERT_TRUE(off.ok()) << off.status().message();
+  EXPECT_FALSE(off->server.offload);
+}
+
+TEST(SwitchConfigTest, TheReceiveBufferHoldsTheLargestJobsBurstUnlessGiven) {
+  // 4 ranks x 1M elements x 4 bytes = 16 MB.
+  auto c = FromFlags({"--job", "id=1,workers=4,elements=1000000", "--job",
+                      "id=2,workers=2,elements=10"});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->server.recv_buffer, 16'000'000);
+  // Small jobs keep the 4 MiB floor, huge ones stop at 256 MiB.
+  EXPECT_EQ(AutoRecvBuffer({}), 4 << 20);
+  dataplane::JobConfig huge;
+  huge.workers = 8;
+  huge.elements = 100'000'000;
+  EXPECT_EQ(AutoRecvBuffer({huge}), 256 << 20);
+  // An explicit size wins, even a small one.
+  auto given = FromFlags({"--recv-buffer", "1MiB", "--job", "id=1,workers=4,elements=1000000"});
+  ASSERT_TRUE(given.ok());
+  EXPECT_EQ(given->server.recv_buffer, 1 << 20);
+}
+
 TEST(SwitchConfigTest, RefusesBadFlagValuesNamingThem) {
   struct Case {
     std::vector<std::string> args;
@@ -116,6 +143,7 @@ TEST(SwitchConfigTest, RefusesBadFlagValuesNamingThem) {
       {{"--recv-buffer", "2GiB"}, "--recv-buffer '2GiB': expected a size in bytes 0..1GiB"},
       {{"--send-buffer", "4MB"}, "--send-buffer '4MB'"},
       {{"--log-level", "verbose"}, "--log-level 'verbose': expected one of trace, debug"},
+      {{"--offload", "yes"}, "--offload 'yes': expected on or off"},
       {{"--fault", "drop=0.5,jitter=1ms"}, "--fault: bad fault spec"},
       {{"--bind", "my-host"}, "--bind 'my-host': expected a numeric IPv4 or IPv6 address"},
       {{"--job", "id=0,workers=1,elements=1"}, "--job: bad job spec 'id=0,workers=1,elements=1'"},
