@@ -30,6 +30,7 @@ struct CommFlags {
   uint32_t switch_threads = 1;
   std::string algorithms = "all";
   std::string offload = "on";
+  std::vector<std::string> switch_args;
   bool quiet_switch = true;
 } flags;
 
@@ -77,6 +78,9 @@ CLI::App* AddBenchComm(CLI::App* app) {
   comm->add_option("--offload", flags.offload,
                    "UDP segmentation offload (GSO/GRO) in the switch and the workers")
       ->check(CLI::IsMember({"on", "off"}));
+  comm->add_option("--switch-arg", flags.switch_args,
+                   "Extra flag for the started serene-switch, repeatable, e.g. "
+                   "--switch-arg=--recv-buffer=4MiB");
   comm->add_flag("!--switch-log", flags.quiet_switch, "Print the started switch's log at the end");
   return comm;
 }
@@ -106,11 +110,15 @@ int RunBenchComm() {
 
   const uint32_t key = 0x5E4E;
   const std::string binary = loadgen::OwnBinaryDir() + "/serene-switch";
-  loadgen::ChildProcess sw(
-      binary, {"--bind", "127.0.0.1", "--port", "0", "--control", "off", "--threads",
-               std::to_string(flags.switch_threads), "--offload", flags.offload, "--job",
-               fmt::format("id=1,workers={},elements={},row={},key={},policy=sync", flags.workers,
-                           flags.elements, flags.row, key)});
+  // The Gloo phases keep the switch silent for seconds on large vectors: no
+  // eviction in between.
+  std::vector<std::string> switch_args = {
+      "--bind", "127.0.0.1", "--port", "0", "--control", "off",
+      "--threads", std::to_string(flags.switch_threads), "--offload", flags.offload,
+      "--job", fmt::format("id=1,workers={},elements={},row={},key={},policy=sync,evict_after=3600s",
+                           flags.workers, flags.elements, flags.row, key)};
+  switch_args.insert(switch_args.end(), flags.switch_args.begin(), flags.switch_args.end());
+  loadgen::ChildProcess sw(binary, switch_args);
   auto listening = loadgen::WaitForListening(sw);
   if (!listening) {
     fmt::print(stderr, "serene-bench comm: could not start {}:\n{}\n", binary, sw.output());

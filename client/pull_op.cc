@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "proto/values.h"
+
 namespace serene::client {
 namespace {
 
@@ -50,7 +52,7 @@ Operation::Reply PullOp::OnReply(const proto::PacketView& v) {
   const size_t begin = size_t{h.row} * row_width_;
   const size_t len = std::min<size_t>(row_width_, elements_ - begin);
   if (h.count != len) return Reply::kStale;
-  for (size_t i = 0; i < len; ++i) model_[begin + i] = v.Value(i);
+  proto::LoadValues(v.values, model_.subspan(begin, len));
   const auto now = SteadyClock::now();
   // Karn: only replies to requests sent once measure the round trip; and a
   // reply to a retransmitted row may answer its first copy, sent before rows

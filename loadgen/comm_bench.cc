@@ -47,6 +47,16 @@ CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
   ClientOptions o = plan.client;
   o.rank = rank;
   o.world_size = plan.workers;
+  collective::GlooGroupOptions go;
+  go.rank = static_cast<int>(rank);
+  go.world_size = static_cast<int>(plan.workers);
+  go.rendezvous_dir = plan.rendezvous_dir;
+  go.run_id = "comm";
+  go.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.deadline);
+  auto group = collective::GlooGroup::Connect(go);
+  if (!group.ok()) return fail(group.status().message());
+  collective::GlooGroup& g = **group;
+
   auto connected = Client::Connect(o);
   if (!connected.ok()) return fail(connected.status().message());
   Client& c = **connected;
@@ -63,16 +73,6 @@ CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
     if (!s.ok()) return fail(s.message());
   }
   if (auto seeded = c.Clock(); !seeded.ok()) return fail(seeded.status().message());
-
-  collective::GlooGroupOptions go;
-  go.rank = static_cast<int>(rank);
-  go.world_size = static_cast<int>(plan.workers);
-  go.rendezvous_dir = plan.rendezvous_dir;
-  go.run_id = "comm";
-  go.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.deadline);
-  auto group = collective::GlooGroup::Connect(go);
-  if (!group.ok()) return fail(group.status().message());
-  collective::GlooGroup& g = **group;
 
   rep.gloo_s.resize(plan.algorithms.size());
   const uint32_t total = plan.warmup + plan.iters;

@@ -1,5 +1,7 @@
 #include "proto/codec.h"
 
+#include "proto/values.h"
+
 namespace serene::proto {
 
 std::string_view OpName(Op op) {
@@ -85,11 +87,7 @@ void EncodeHeader(const Header& h, uint8_t* buf) {
 size_t Encode(Header h, std::span<const int32_t> values, uint8_t* buf) {
   h.count = static_cast<uint16_t>(values.size());
   EncodeHeader(h, buf);
-  uint8_t* p = buf + kHeaderSize;
-  for (int32_t v : values) {
-    StoreI32(p, v);
-    p += kValueSize;
-  }
+  StoreValues(values, buf + kHeaderSize);
   return PacketSize(values.size());
 }
 
