@@ -7,9 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include "collective/gloo_algorithm.h"
 #include "loadgen/child_process.h"
@@ -33,23 +31,6 @@ struct CommFlags {
   std::vector<std::string> switch_args;
   bool quiet_switch = true;
 } flags;
-
-// CPU seconds (user + system) a process has used so far, from /proc; -1 if unknown.
-double CpuSeconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t paren = text.rfind(')');
-  if (paren == std::string::npos) return -1;
-  std::istringstream fields(text.substr(paren + 2));
-  std::string f;
-  unsigned long long utime = 0, stime = 0;
-  // Fields 3.. after the command: utime and stime are fields 14 and 15.
-  for (int i = 3; i <= 15 && fields >> f; ++i) {
-    if (i == 14) utime = std::stoull(f);
-    if (i == 15) stime = std::stoull(f);
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
 
 }  // namespace
 
@@ -143,7 +124,7 @@ int RunBenchComm() {
              flags.switch_threads, flags.switch_threads == 1 ? "" : "s", flags.offload);
   std::fflush(stdout);
 
-  const double cpu_before = CpuSeconds(sw.pid());
+  const double cpu_before = sw.CpuSeconds();
   auto results = loadgen::RunChildren(
       flags.workers,
       [&](size_t rank) { return loadgen::RunCommRank(plan, static_cast<uint32_t>(rank)).ToJson(); },
@@ -151,7 +132,7 @@ int RunBenchComm() {
         auto rep = loadgen::CommRankReport::FromJson(line);
         return !rep.ok() || !rep->ok;
       });
-  const double switch_cpu = CpuSeconds(sw.pid()) - cpu_before;
+  const double switch_cpu = sw.CpuSeconds() - cpu_before;
   sw.Signal(SIGTERM);
   sw.Wait();
   if (!results.ok()) {
@@ -203,11 +184,17 @@ int RunBenchComm() {
                flags.workers, flags.elements, flags.row, series[0].median_ms);
     return 0;
   }
+  std::string each;  // every algorithm's median
+  for (size_t i = 1; i < series.size(); ++i) {
+    each += fmt::format("{}\"{}\":{:.4f}", i == 1 ? "" : ",", series[i].name.substr(5),
+                        series[i].median_ms);
+  }
   fmt::print("{{\"workers\":{},\"elements\":{},\"row\":{},\"serene_ms\":{:.4f},\"gloo_ms\":{:.4f},"
-             "\"serene_over_gloo\":{:.4f},\"gloo_algorithm\":\"{}\",\"retransmissions\":{}}}\n",
+             "\"serene_over_gloo\":{:.4f},\"gloo_algorithm\":\"{}\",\"retransmissions\":{},"
+             "\"switch_cpu_ms\":{:.4f},\"gloo_each_ms\":{{{}}}}}\n",
              flags.workers, flags.elements, flags.row, series[0].median_ms,
              series[best].median_ms, series[0].median_ms / series[best].median_ms,
-             series[best].name.substr(5), retransmissions);
+             series[best].name.substr(5), retransmissions, 1e3 * switch_cpu / clocks, each);
   return 0;
 }
 

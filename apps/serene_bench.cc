@@ -95,6 +95,7 @@ int main(int argc, char** argv) {
   fmt::print("{} workers x {} clocks of {} elements ({})...\n", workers, clocks, elements,
              plan.check_every_pull ? "every pull is checked" : "final model is checked");
   std::fflush(stdout);
+  const double switch_cpu_before = sw ? sw->CpuSeconds() : -1;
   auto results = serene::loadgen::RunChildren(workers, [&](size_t rank) {
     serene::ClientOptions o;
     o.switch_address = switch_addr;
@@ -117,6 +118,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "serene-bench: {}\n", results.status().message());
     return 1;
   }
+  const double switch_cpu = sw ? sw->CpuSeconds() - switch_cpu_before : -1;
 
   bool all_ok = true;
   double slowest = 0, wait_total = 0, wall_total = 0;
@@ -154,6 +156,13 @@ int main(int argc, char** argv) {
              all_ok ? "OK" : "FAILED", clocks, slowest, clocks / slowest,
              bytes * 8 / slowest / 1e9, wall_total > 0 ? 100 * wait_total / wall_total : 0.0,
              retrans, nacks);
+  if (switch_cpu >= 0) {
+    // Clocks the switch served: every rank's, including the seeding clock 0.
+    const double served = static_cast<double>(workers) * (clocks + 1);
+    fmt::print("switch CPU {:.3f} s: {:.1f} us per clock of one rank, {:.3f} ms per clock of all "
+               "{} ranks\n",
+               switch_cpu, 1e6 * switch_cpu / served, 1e3 * switch_cpu / (clocks + 1), workers);
+  }
   if (sw) {
     sw->Signal(SIGTERM);
     sw->Wait();

@@ -58,7 +58,7 @@ Operation::Reply PullOp::OnReply(const proto::PacketView& v) {
   // reply to a retransmitted row may answer its first copy, sent before rows
   // now ahead of it in send order, so it proves nothing about them.
   if (attempts_[h.row] == 0) {
-    t_.rtt().Sample(now - sent_[h.row]);
+    t_.rtt().Sample(now - sent_[h.row], now);
     for (uint32_t r : in_flight_) {
       if (r == h.row) break;
       if (state_[r] == kInFlight) ++overtaken_[r];

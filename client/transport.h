@@ -30,7 +30,8 @@ class RttEstimator {
   RttEstimator(std::chrono::milliseconds initial, std::chrono::milliseconds max)
       : initial_(initial), max_(max) {}
 
-  void Sample(SteadyClock::duration sample);
+  // A round trip measured at `now` (Karn: first transmissions only).
+  void Sample(SteadyClock::duration sample, SteadyClock::time_point now);
   // Raises the lowest timeout above its 10 ms default (see Transport::SetJobShape).
   void SetFloor(SteadyClock::duration floor) { floor_ = floor; }
   SteadyClock::duration floor() const { return floor_; }
@@ -43,6 +44,12 @@ class RttEstimator {
   bool have_ = false;
   SteadyClock::duration floor_ = std::chrono::milliseconds(10);
   SteadyClock::duration srtt_{0};
+  // The longest round trip of the current and the previous second: a timeout
+  // below a round trip this machine just took (a scheduling stall, a queue
+  // at the switch) would fire for replies that are only late.
+  SteadyClock::duration window_max_{0};
+  SteadyClock::duration previous_max_{0};
+  SteadyClock::time_point window_start_{};
   SteadyClock::duration rttvar_{0};
 };
 

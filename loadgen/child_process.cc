@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 
 extern char** environ;
 
@@ -108,6 +111,23 @@ std::pair<int, std::string> RunToExit(const std::string& path,
   if (!child.started()) return {-1, "could not start " + path};
   auto code = child.Wait();
   return {code.value_or(-1), child.output()};
+}
+
+double ChildProcess::CpuSeconds() const {
+  if (pid_ <= 0) return -1;
+  std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The command may hold spaces and parentheses: fields start after the last ')'.
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos || paren + 2 > text.size()) return -1;
+  std::istringstream fields(text.substr(paren + 2));
+  std::string f;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i) {  // utime and stime are fields 14 and 15
+    if (i == 14) utime = std::stoull(f);
+    if (i == 15) stime = std::stoull(f);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace serene::loadgen

@@ -42,6 +42,10 @@ class ChildProcess {
   // Everything captured so far.
   std::string output() const;
 
+  // CPU seconds (user + system) the child has used so far, from
+  // /proc/PID/stat; -1 once it has exited or if unknown.
+  double CpuSeconds() const;
+
  private:
   void ReadLoop(int fd);
 
