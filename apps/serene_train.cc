@@ -12,6 +12,7 @@
 #include <string>
 
 #include "apps/cli_parse.h"
+#include "collective/gloo_algorithm.h"
 #include "common/parse.h"
 #include "train/fashion_mnist.h"
 #include "train/gloo_backend.h"
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   st::MetricsPaths paths;
   st::GlooOptions gloo;
   double gloo_timeout_s = 600;
+  std::string gloo_algorithm = "default";
   st::TrainerOptions o;
   o.max_steps = 2000;
   int threads = 1;
@@ -71,6 +73,10 @@ int main(int argc, char** argv) {
   app.add_option("--gloo-iface", gloo.iface, "gloo: interface to bind (overrides --gloo-host)");
   app.add_option("--gloo-timeout", gloo_timeout_s, "gloo: rendezvous/collective timeout, s")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--gloo-algorithm", gloo_algorithm,
+                 "gloo: allreduce algorithm: default (gloo::allreduce, as PyTorch's Gloo process "
+                 "group), halving-doubling or ring-chunked; the same on every rank")
       ->capture_default_str();
   app.add_option("--model", model, "mlp (784-100-10) or cnn (LeNet-5)")
       ->check(CLI::IsMember({"mlp", "cnn"}))
@@ -144,6 +150,13 @@ int main(int argc, char** argv) {
   } else if (gloo.rendezvous_dir.empty()) {
     return Fail(serene::Status::InvalidArgument("--backend gloo needs --rendezvous DIR"));
   }
+  auto algorithm = serene::collective::ParseGlooAlgorithm(gloo_algorithm);
+  const serene::Status taken =
+      algorithm.ok() ? st::CheckGlooAlgorithm(*algorithm) : algorithm.status();
+  if (!taken.ok()) {
+    return Fail(serene::Status::InvalidArgument("--gloo-algorithm: " + taken.message()));
+  }
+  gloo.algorithm = *algorithm;
   gloo.timeout = std::chrono::milliseconds(static_cast<int64_t>(gloo_timeout_s * 1000));
   o.model = *st::ParseModelKind(model);
   o.log_iterations = !paths.iterations_csv.empty();
@@ -174,6 +187,8 @@ int main(int argc, char** argv) {
   } else {
     auto connected = st::GlooBackend::Connect(gloo);
     if (!connected.ok()) return Fail(connected.status());
+    spdlog::info("[gloo rank {}/{}] allreduce algorithm: {}", gloo.rank, gloo.world_size,
+                 serene::collective::GlooAlgorithmName(gloo.algorithm));
     sync = std::move(*connected);
   }
   auto trainer = st::Trainer::Create(o, *train, test ? &*test : nullptr, *sync);

@@ -84,8 +84,9 @@ class Backend {
   virtual Status Finish() = 0;
 
   // This rank stops (called once by the loop when it ends, after Finish if
-  // any). Serene: LEAVE, so the barrier no longer counts the rank. Gloo:
-  // nothing.
+  // any). Serene: LEAVE, so the barrier no longer counts the rank. Gloo: a
+  // barrier, so no rank closes its connections while a peer is still in the
+  // last collective.
   virtual Status Close() { return Status::Ok(); }
 };
 

@@ -1,40 +1,59 @@
 #include "train/gloo_backend.h"
 
-#include <gloo/allreduce.h>
-#include <gloo/broadcast.h>
-#include <gloo/math.h>
-#include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
-#include <gloo/rendezvous/prefix_store.h>
-#include <gloo/transport/tcp/device.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <exception>
-#include <filesystem>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace serene::train {
 namespace {
 
-// Tags keep the collectives of one round apart; rounds are sequential.
-constexpr uint32_t kTagSize = 1;
-constexpr uint32_t kTagModel = 2;
-constexpr uint32_t kTagUpdate = 3;
-
-Status GlooError(const std::string& what, const std::exception& e) {
-  return Status::Unavailable("gloo " + what + " failed: " + e.what());
+// GlooGroup names the collective by its size ("gloo broadcast of 1 elements
+// failed: WHY"); the backend's messages name what it was for ("gloo
+// broadcast of the initial model failed: WHY").
+Status Named(Status s, const std::string& what) {
+  if (s.ok() || s.code() != Status::Code::kUnavailable) return s;
+  const std::string& message = s.message();
+  constexpr std::string_view kFailed = " failed: ";
+  const size_t at = message.find(kFailed);
+  const std::string why = at == std::string::npos ? message : message.substr(at + kFailed.size());
+  return Status::Unavailable("gloo " + what + " failed: " + why);
 }
 
 }  // namespace
 
+Status CheckGlooAlgorithm(collective::GlooAlgorithm algorithm) {
+  constexpr std::string_view kTaken =
+      "; the training baseline takes default, halving-doubling or ring-chunked";
+  const std::string name(collective::GlooAlgorithmName(algorithm));
+  switch (algorithm) {
+    case collective::GlooAlgorithm::kRing:
+      return Status::InvalidArgument(
+          "gloo: the " + name +
+          " allreduce does not keep the ranks bit-identical (every rank adds the others' "
+          "updates in its own order, so their models drift apart by rounding)" +
+          std::string(kTaken));
+    case collective::GlooAlgorithm::kBcube:
+      return Status::InvalidArgument("gloo: the " + name +
+                                     " allreduce is not reliable with this Gloo (wrong sums for 3 "
+                                     "and 5 ranks, ranks that differ for 4)" +
+                                     std::string(kTaken));
+    case collective::GlooAlgorithm::kDefault:
+    case collective::GlooAlgorithm::kHalvingDoubling:
+    case collective::GlooAlgorithm::kRingChunked:
+      break;
+  }
+  return Status::Ok();
+}
+
 struct GlooBackend::Impl {
-  std::chrono::milliseconds timeout;
-  std::shared_ptr<gloo::transport::Device> device;
-  std::shared_ptr<gloo::rendezvous::Context> context;
-  std::vector<float> buffer;  // update, then the stop flag
+  collective::GlooAlgorithm algorithm = collective::GlooAlgorithm::kDefault;
+  std::unique_ptr<collective::GlooGroup> group;
+  // The update, then the stop flag. Allocated once by Initialize and never
+  // resized: the group reuses its algorithm object for the same buffer.
+  std::vector<float> buffer;
 };
 
 GlooBackend::GlooBackend(int rank, int world_size, std::unique_ptr<Impl> impl)
@@ -43,70 +62,34 @@ GlooBackend::GlooBackend(int rank, int world_size, std::unique_ptr<Impl> impl)
 GlooBackend::~GlooBackend() = default;
 
 Result<std::unique_ptr<GlooBackend>> GlooBackend::Connect(const GlooOptions& options) {
-  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
-    return Status::InvalidArgument("gloo: rank " + std::to_string(options.rank) +
-                                   " is not in [0, world size " +
-                                   std::to_string(options.world_size) + ")");
-  }
-  if (options.rendezvous_dir.empty()) {
+  if (options.world_size >= 1 && options.rank >= 0 && options.rank < options.world_size &&
+      options.rendezvous_dir.empty()) {
     return Status::InvalidArgument("gloo: a rendezvous directory is required (--rendezvous)");
   }
-  std::error_code ec;
-  std::filesystem::create_directories(options.rendezvous_dir, ec);
-  if (ec) {
-    return Status::IoError("gloo: cannot create rendezvous directory " + options.rendezvous_dir +
-                           ": " + ec.message());
-  }
+  if (Status s = CheckGlooAlgorithm(options.algorithm); !s.ok()) return s;
+  auto group = collective::GlooGroup::Connect(options);
+  if (!group.ok()) return group.status();
   auto impl = std::make_unique<Impl>();
-  impl->timeout = options.timeout;
-  try {
-    gloo::transport::tcp::attr attr;
-    if (options.iface.empty()) {
-      attr.hostname = options.hostname;
-    } else {
-      attr.iface = options.iface;
-    }
-    impl->device = gloo::transport::tcp::CreateDevice(attr);
-    gloo::rendezvous::FileStore file_store(options.rendezvous_dir);
-    gloo::rendezvous::PrefixStore store(options.run_id, file_store);
-    impl->context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.world_size);
-    impl->context->setTimeout(options.timeout);
-    impl->context->connectFullMesh(store, impl->device);
-  } catch (const std::exception& e) {
-    return GlooError("rendezvous of rank " + std::to_string(options.rank) + "/" +
-                         std::to_string(options.world_size) + " in " + options.rendezvous_dir +
-                         " (run id '" + options.run_id + "')",
-                     e);
-  }
+  impl->algorithm = options.algorithm;
+  impl->group = std::move(*group);
   return std::unique_ptr<GlooBackend>(
       new GlooBackend(options.rank, options.world_size, std::move(impl)));
 }
 
 Status GlooBackend::Initialize(std::span<float> model) {
-  try {
-    // Fail fast, with a clear message, if the ranks disagree on the model.
-    int64_t size = static_cast<int64_t>(model.size());
-    gloo::BroadcastOptions size_opts(impl_->context);
-    size_opts.setOutput(&size, 1);
-    size_opts.setRoot(0);
-    size_opts.setTag(kTagSize);
-    size_opts.setTimeout(impl_->timeout);
-    gloo::broadcast(size_opts);
-    if (size != static_cast<int64_t>(model.size())) {
-      return Status::FailedPrecondition("gloo: rank 0's model has " + std::to_string(size) +
-                                        " parameters, rank " + std::to_string(rank_) + "'s has " +
-                                        std::to_string(model.size()) +
-                                        " (do all ranks use the same --model?)");
-    }
-    gloo::BroadcastOptions opts(impl_->context);
-    opts.setOutput(model.data(), model.size());
-    opts.setRoot(0);
-    opts.setTag(kTagModel);
-    opts.setTimeout(impl_->timeout);
-    gloo::broadcast(opts);
-  } catch (const std::exception& e) {
-    return GlooError("broadcast of the initial model", e);
+  // Fail fast, with a clear message, if the ranks disagree on the model.
+  int64_t size = static_cast<int64_t>(model.size());
+  const std::string what = "broadcast of the initial model";
+  if (Status s = Named(impl_->group->Broadcast(std::span<int64_t>(&size, 1), 0), what); !s.ok()) {
+    return s;
   }
+  if (size != static_cast<int64_t>(model.size())) {
+    return Status::FailedPrecondition("gloo: rank 0's model has " + std::to_string(size) +
+                                      " parameters, rank " + std::to_string(rank_) + "'s has " +
+                                      std::to_string(model.size()) +
+                                      " (do all ranks use the same --model?)");
+  }
+  if (Status s = Named(impl_->group->Broadcast(model, 0), what); !s.ok()) return s;
   impl_->buffer.assign(model.size() + 1, 0.0f);
   return Status::Ok();
 }
@@ -116,18 +99,7 @@ Status GlooBackend::Pull(std::span<float> /*model*/, SyncTiming* /*timing*/) {
 }
 
 Status GlooBackend::Allreduce(const char* what) {
-  try {
-    gloo::AllreduceOptions opts(impl_->context);
-    opts.setOutput(impl_->buffer.data(), impl_->buffer.size());
-    opts.setReduceFunction(
-        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
-    opts.setTag(kTagUpdate);
-    opts.setTimeout(impl_->timeout);
-    gloo::allreduce(opts);
-  } catch (const std::exception& e) {
-    return GlooError(what, e);
-  }
-  return Status::Ok();
+  return Named(impl_->group->Allreduce(impl_->buffer, impl_->algorithm), what);
 }
 
 Status GlooBackend::Push(std::span<const float> update, std::span<float> model,
@@ -154,6 +126,11 @@ Status GlooBackend::Push(std::span<const float> update, std::span<float> model,
   }
   for (size_t i = 0; i < n; ++i) model[i] += impl_->buffer[i];
   return Status::Ok();
+}
+
+Status GlooBackend::Close() {
+  if (impl_->buffer.empty()) return Status::Ok();  // never initialized: no collective to end
+  return Named(impl_->group->Barrier(), "barrier before closing");
 }
 
 Status GlooBackend::Finish() {

@@ -21,36 +21,53 @@
 // come back as Status::Unavailable naming the operation; after one the
 // backend is unusable.
 //
+// Transport. The collectives are collective::GlooGroup's (a full mesh over
+// TCP); `algorithm` chooses the allreduce: `default` is gloo::allreduce with
+// default options, what PyTorch's Gloo process group runs; halving-doubling
+// and ring-chunked are Gloo's algorithm classes. Each of these leaves the
+// same bits on every rank, so the ranks stay bit-identical whichever is
+// chosen; all ranks must choose the same. Gloo's `ring` and `bcube` are
+// refused (CheckGlooAlgorithm). Close is a barrier: a rank that returned
+// from the last allreduce of an algorithm class may still have messages in
+// flight, and a peer that tore its connections down at once made the others
+// fail with "Connection closed by peer" (seen with halving-doubling).
+//
 // Thread-safety: one thread at a time.
 #pragma once
 
-#include <chrono>
 #include <memory>
 #include <span>
-#include <string>
 #include <string_view>
 
+#include "collective/gloo_algorithm.h"
+#include "collective/gloo_group.h"
 #include "common/status.h"
 #include "train/backend.h"
 
 namespace serene::train {
 
-struct GlooOptions {
-  int rank = 0;
-  int world_size = 1;
-  std::string rendezvous_dir;          // FileStore directory, created if missing (required)
-  std::string run_id = "serene";       // key prefix inside the store
-  std::string hostname = "127.0.0.1";  // address to bind and advertise (if iface is empty)
-  std::string iface;                   // network interface to bind instead, e.g. "eth0"
-  // Timeout of the rendezvous and of every collective. A failure straggler
-  // (which stops one rank for minutes) needs more than its duration.
-  std::chrono::milliseconds timeout{std::chrono::minutes(10)};
+// The group's options (rank, world_size, rendezvous_dir — required —,
+// run_id, hostname or iface, timeout; collective/gloo_group.h), and the
+// algorithm. The timeout bounds the rendezvous and every collective: a
+// failure straggler (which stops one rank for minutes) needs more than its
+// duration.
+struct GlooOptions : collective::GlooGroupOptions {
+  // The allreduce of every Push and Finish; the same on every rank.
+  collective::GlooAlgorithm algorithm = collective::GlooAlgorithm::kDefault;
 };
+
+// Whether the backend runs `algorithm`: Ok for default, halving-doubling and
+// ring-chunked. InvalidArgument, saying why, for ring (every rank adds the
+// others' updates in its own order, so the ranks' models differ by
+// rounding) and bcube (with this Gloo, wrong sums for 3 and 5 ranks and ranks
+// that differ for 4).
+Status CheckGlooAlgorithm(collective::GlooAlgorithm algorithm);
 
 class GlooBackend final : public Backend {
  public:
   // Connects to every other rank (blocks until all have joined or the
-  // timeout). Errors: InvalidArgument for bad options, Unavailable otherwise.
+  // timeout). Errors: InvalidArgument for bad options (an algorithm
+  // CheckGlooAlgorithm refuses among them), Unavailable otherwise.
   static Result<std::unique_ptr<GlooBackend>> Connect(const GlooOptions& options);
   ~GlooBackend() override;
 
@@ -62,6 +79,9 @@ class GlooBackend final : public Backend {
   Status Push(std::span<const float> update, std::span<float> model, SyncTiming* timing) override;
   bool Finished() override { return finished_; }
   Status Finish() override;
+  // A barrier: no rank tears its connections down while a peer is still in
+  // the last collective (see Transport).
+  Status Close() override;
 
  private:
   struct Impl;

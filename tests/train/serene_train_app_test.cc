@@ -120,6 +120,48 @@ TEST(SereneTrainAppTest, TwoProcessesTrainWithGloo) {
       << Slurp(dir.Sub("log0"));
 }
 
+// Three processes (not a power of two) with --gloo-algorithm
+// halving-doubling: every rank evaluates, and equal models give the same test
+// loss and accuracy to the last bit on every rank.
+TEST(SereneTrainAppTest, ThreeProcessesTrainBitIdenticallyWithHalvingDoubling) {
+  constexpr int kWorld = 3;
+  ScratchDir dir;
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < kWorld; ++rank) {
+    std::vector<std::string> args = {"--backend", "gloo", "--gloo-algorithm", "halving-doubling"};
+    args.insert(args.end(),
+                {"--rank", std::to_string(rank), "--world-size", std::to_string(kWorld)});
+    args.insert(args.end(), {"--rendezvous", dir.Sub("rdv"), "--steps", "20"});
+    args.insert(args.end(),
+                {"--eval-every", "10", "--eval-samples", "1000", "--eval-ranks", "all"});
+    args.insert(args.end(), {"--straggler", "heterogeneous:1.5", "--straggler-ranks", "1"});
+    args.insert(args.end(), {"--metrics", dir.Sub("rank{rank}.json")});
+    pids.push_back(Spawn(args, dir.Sub("log" + std::to_string(rank))));
+  }
+  for (int rank = 0; rank < kWorld; ++rank) {
+    EXPECT_EQ(Wait(pids[rank]), 0) << Slurp(dir.Sub("log" + std::to_string(rank)));
+  }
+  std::vector<nlohmann::json> m;
+  for (int rank = 0; rank < kWorld; ++rank) {
+    const std::string text = Slurp(dir.Sub("rank" + std::to_string(rank) + ".json"));
+    ASSERT_FALSE(text.empty()) << "no metrics for rank " << rank;
+    m.push_back(nlohmann::json::parse(text));
+    EXPECT_EQ(m[rank]["iterations"], 20);
+    ASSERT_EQ(m[rank]["timeline"].size(), 3u);
+    // Every evaluation point, not just the last, saw the same model.
+    for (size_t p = 0; p < 3; ++p) {
+      EXPECT_EQ(m[rank]["timeline"][p]["test_loss"].get<double>(),
+                m[0]["timeline"][p]["test_loss"].get<double>())
+          << "rank " << rank << " point " << p;
+    }
+    EXPECT_EQ(m[rank]["final_accuracy"], m[0]["final_accuracy"]);
+    const std::string log = Slurp(dir.Sub("log" + std::to_string(rank)));
+    EXPECT_NE(log.find("allreduce algorithm: halving-doubling"), std::string::npos) << log;
+  }
+  EXPECT_LT(m[0]["timeline"][2]["test_loss"].get<double>(),
+            m[0]["timeline"][0]["test_loss"].get<double>());
+}
+
 TEST(SereneTrainAppTest, BadFlagsFailWithAClearMessage) {
   ScratchDir dir;
   const std::string log = dir.Sub("log");
@@ -139,6 +181,13 @@ TEST(SereneTrainAppTest, BadFlagsFailWithAClearMessage) {
       {{"--rank", "0", "--world-size", "2", "--rendezvous", dir.Sub("r"), "--straggler-ranks", "5"},
        "rank 5"},
       {{"--rank", "0", "--world-size", "1"}, "--rendezvous"},
+      {{"--rank", "0", "--world-size", "1", "--rendezvous", dir.Sub("r"), "--gloo-algorithm",
+        "tree"},
+       "--gloo-algorithm: unknown Gloo algorithm 'tree': expected one of default, "
+       "halving-doubling"},
+      {{"--rank", "0", "--world-size", "1", "--rendezvous", dir.Sub("r"), "--gloo-algorithm",
+        "ring"},
+       "--gloo-algorithm: gloo: the ring allreduce does not keep the ranks bit-identical"},
       {{"--rank", "0", "--world-size", "1", "--backend", "serene", "--key", "banana"},
        "--key 'banana': expected a 32-bit decimal or 0x-hex number"},
       {{"--rank", "0", "--world-size", "1", "--rendezvous", dir.Sub("r"), "--data-dir",

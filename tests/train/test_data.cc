@@ -72,12 +72,14 @@ std::vector<RankResult> TrainRanks(int world, const TrainerOptions& options,
   return results;
 }
 
-BackendFactory GlooRanks(int world, const std::string& rendezvous_dir) {
-  return [world, rendezvous_dir](int rank) -> Result<std::unique_ptr<Backend>> {
+BackendFactory GlooRanks(int world, const std::string& rendezvous_dir,
+                         collective::GlooAlgorithm algorithm) {
+  return [world, rendezvous_dir, algorithm](int rank) -> Result<std::unique_ptr<Backend>> {
     GlooOptions g;
     g.rank = rank;
     g.world_size = world;
     g.rendezvous_dir = rendezvous_dir;
+    g.algorithm = algorithm;
     g.timeout = std::chrono::seconds(60);
     auto b = GlooBackend::Connect(g);
     if (!b.ok()) return b.status();

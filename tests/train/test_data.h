@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "collective/gloo_algorithm.h"
 #include "train/backend.h"
 #include "train/fashion_mnist.h"
 #include "train/metrics.h"
@@ -52,7 +53,9 @@ using BackendFactory = std::function<Result<std::unique_ptr<Backend>>(int rank)>
 std::vector<RankResult> TrainRanks(int world, const TrainerOptions& options,
                                    const BackendFactory& make_backend);
 
-// Gloo backends over TCP on loopback, meeting in a file store at `rendezvous_dir`.
-BackendFactory GlooRanks(int world, const std::string& rendezvous_dir);
+// Gloo backends over TCP on loopback, meeting in a file store at
+// `rendezvous_dir`, running `algorithm`'s allreduce.
+BackendFactory GlooRanks(int world, const std::string& rendezvous_dir,
+                         collective::GlooAlgorithm algorithm = collective::GlooAlgorithm::kDefault);
 
 }  // namespace serene::train::testing
