@@ -72,8 +72,9 @@ int main(int argc, char** argv) {
   std::vector<CLI::Option*> options;
   app.add_option("--config,-c", config, "Scenario TOML file (default: the embedded demo)");
   app.add_option("--runs", runs,
-                 "Runs, comma-separated: gloo, serene:sync, serene:ssp:W, serene:async, "
-                 "serene:quorum:K:L, or a policy script (policies/adaptive.lua)");
+                 "Runs, comma-separated: gloo, gloo:ALGORITHM (halving-doubling or ring-chunked), "
+                 "serene:sync, serene:ssp:W, serene:async, serene:quorum:K:L, or a policy script "
+                 "(policies/adaptive.lua)");
   for (size_t i = 0; i < overrides.size(); ++i) {
     const std::string now = ex::ScenarioValueText(ex::DefaultScenario(), overrides[i][1]);
     options.push_back(

@@ -31,7 +31,8 @@ std::vector<std::string> TrainArgs(const Scenario& s, const RunSpec& run, int ra
     a.insert(a.end(), {"--switch", ctx.switch_address, "--job", std::to_string(ctx.job), "--key",
                        fmt::format("{:#x}", ctx.key)});
   } else {
-    a.insert(a.end(), {"--rendezvous", RendezvousDir(ctx.dir)});
+    a.insert(a.end(), {"--rendezvous", RendezvousDir(ctx.dir), "--gloo-algorithm",
+                       std::string(collective::GlooAlgorithmName(run.gloo_algorithm))});
   }
   a.insert(a.end(), {"--model",
                      std::string(train::ModelKindName(s.model)),

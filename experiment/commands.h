@@ -6,7 +6,7 @@
 // directory and evaluates on rank 0 only (under SYNC every rank holds the
 // same model; the ranks share a few cores). Serene ranks talk to the switch
 // named by the context; Gloo ranks meet in a fresh file-store rendezvous
-// directory inside the run directory.
+// directory inside the run directory and run the run's allreduce algorithm.
 //
 // Pure functions; thread-compatible.
 #pragma once

@@ -34,8 +34,11 @@ std::string CsvText(const std::string& s) {
   return out + "\"";
 }
 
+// A gloo run's "policy": its allreduce, by algorithm unless the default.
 std::string PolicyText(const RunSummary& r) {
-  return r.spec.backend == BackendKind::kGloo ? "allreduce" : r.spec.policy;
+  if (r.spec.backend == BackendKind::kSerene) return r.spec.policy;
+  if (r.spec.gloo_algorithm == collective::GlooAlgorithm::kDefault) return "allreduce";
+  return std::string(collective::GlooAlgorithmName(r.spec.gloo_algorithm)) + " allreduce";
 }
 
 // The policy in a table cell: a script by its file name.
@@ -75,6 +78,9 @@ std::vector<Row> TableRows(const std::vector<RunSummary>& runs) {
                            {"  % of " + base, {}},
                            {"barrier wait, sum over ranks (s)", {}},
                            {"compute, mean per rank (s)", {}},
+                           {"compute per iteration (ms)", {}},
+                           {"communication per iteration (ms)", {}},
+                           {"  % of a step", {}},
                            {"straggler sleep, sum (s)", {}},
                            {"iterations, rank 0 / mean", {}},
                            {"final accuracy", {}},
@@ -93,6 +99,9 @@ std::vector<Row> TableRows(const std::vector<RunSummary>& runs) {
         Cell(r.wait_pct_of_baseline, 1),
         Cell(r.barrier_wait_total_s, 2),
         Cell(r.compute_mean_s, 2),
+        Cell(1e3 * r.compute_per_iteration_s, 2),
+        Cell(1e3 * r.comm_per_iteration_s, 2),
+        Cell(r.comm_share_pct, 1),
         Cell(r.straggler_sleep_total_s, 2),
         ok ? fmt::format("{} / {:.1f}", r.iterations_rank0, r.iterations_mean) : "-",
         Cell(r.final_accuracy, 4),
@@ -155,7 +164,7 @@ Result<RunSummary> Summarize(const RunSpec& spec, std::vector<train::RunMetrics>
   r.workers = n;
   r.jct_s = 0;
   r.wait_total_s = r.barrier_wait_total_s = r.straggler_sleep_total_s = 0;
-  double compute = 0, iterations = 0;
+  double compute = 0, iterations = 0, wait = 0;
   for (const train::RunMetrics& m : ranks) {
     r.jct_s = std::max(r.jct_s, m.job_completion_s);
     r.wait_total_s += m.wait_s;
@@ -163,12 +172,20 @@ Result<RunSummary> Summarize(const RunSpec& spec, std::vector<train::RunMetrics>
     r.straggler_sleep_total_s += m.straggler_sleep_s;
     r.slowed_iterations += m.slowed_iterations;
     compute += m.compute_s;
+    wait += m.wait_s;
     iterations += static_cast<double>(m.iterations);
     if (r.evaluating_rank < 0 && m.evaluates) r.evaluating_rank = m.rank;
   }
   r.wait_mean_s = r.wait_total_s / n;
   r.compute_mean_s = compute / n;
   r.iterations_mean = iterations / n;
+  if (iterations > 0) {
+    r.compute_per_iteration_s = compute / iterations;
+    r.comm_per_iteration_s = wait / iterations;
+  }
+  if (const double step = compute + r.straggler_sleep_total_s + wait; step > 0) {
+    r.comm_share_pct = 100.0 * wait / step;
+  }
   r.iterations_rank0 = ranks[0].iterations;
   const train::RunMetrics& eval = ranks[std::max(r.evaluating_rank, 0)];
   r.final_accuracy = eval.final_accuracy;
@@ -275,6 +292,10 @@ std::string ReportJson(const Scenario& s, const std::vector<RunSummary>& summari
     runs.push_back({{"label", r.spec.label},
                     {"backend", std::string(BackendName(r.spec.backend))},
                     {"policy", PolicyText(r)},
+                    {"gloo_algorithm",
+                     r.spec.backend == BackendKind::kGloo
+                         ? json(std::string(collective::GlooAlgorithmName(r.spec.gloo_algorithm)))
+                         : json()},
                     {"dynamic", IsDynamic(r)},
                     {"params", std::move(params)},
                     {"ok", r.status.ok()},
@@ -290,6 +311,9 @@ std::string ReportJson(const Scenario& s, const std::vector<RunSummary>& summari
                     {"wait_pct_of_baseline", Num(r.wait_pct_of_baseline)},
                     {"barrier_wait_total_s", Num(r.barrier_wait_total_s)},
                     {"compute_mean_s", Num(r.compute_mean_s)},
+                    {"compute_per_iteration_s", Num(r.compute_per_iteration_s)},
+                    {"comm_per_iteration_s", Num(r.comm_per_iteration_s)},
+                    {"comm_share_pct", Num(r.comm_share_pct)},
                     {"straggler_sleep_total_s", Num(r.straggler_sleep_total_s)},
                     {"slowed_iterations", r.slowed_iterations},
                     {"iterations_rank0", r.iterations_rank0},
@@ -312,21 +336,23 @@ std::string ReportCsv(const std::vector<RunSummary>& summaries) {
   std::string out =
       "label,backend,policy,ok,job_completion_s,jct_pct_of_baseline,target_reached_s,"
       "wait_total_s,wait_mean_s,wait_pct_of_baseline,barrier_wait_total_s,compute_mean_s,"
-      "straggler_sleep_total_s,slowed_iterations,iterations_rank0,iterations_mean,"
+      "compute_per_iteration_s,comm_per_iteration_s,comm_share_pct,straggler_sleep_total_s,"
+      "slowed_iterations,iterations_rank0,iterations_mean,"
       "final_accuracy,stop_reason,policy_changes,wall_s,error\n";
   for (const RunSummary& r : summaries) {
     const bool ok = r.status.ok();
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                       CsvText(r.spec.label), BackendName(r.spec.backend), CsvText(PolicyText(r)),
-                       ok ? "true" : "false", CsvCell(r.jct_s), CsvCell(r.jct_pct_of_baseline),
-                       CsvCell(r.target_reached_s), CsvCell(r.wait_total_s), CsvCell(r.wait_mean_s),
-                       CsvCell(r.wait_pct_of_baseline), CsvCell(r.barrier_wait_total_s),
-                       CsvCell(r.compute_mean_s), CsvCell(r.straggler_sleep_total_s),
-                       ok ? std::to_string(r.slowed_iterations) : "",
-                       ok ? std::to_string(r.iterations_rank0) : "", CsvCell(r.iterations_mean),
-                       CsvCell(r.final_accuracy), r.stop_reason,
-                       ok && IsDynamic(r) ? std::to_string(r.policy_changes.size()) : "",
-                       CsvCell(r.wall_s), ok ? "" : CsvText(r.status.message()));
+    out += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+        CsvText(r.spec.label), BackendName(r.spec.backend), CsvText(PolicyText(r)),
+        ok ? "true" : "false", CsvCell(r.jct_s), CsvCell(r.jct_pct_of_baseline),
+        CsvCell(r.target_reached_s), CsvCell(r.wait_total_s), CsvCell(r.wait_mean_s),
+        CsvCell(r.wait_pct_of_baseline), CsvCell(r.barrier_wait_total_s), CsvCell(r.compute_mean_s),
+        CsvCell(r.compute_per_iteration_s), CsvCell(r.comm_per_iteration_s),
+        CsvCell(r.comm_share_pct), CsvCell(r.straggler_sleep_total_s),
+        ok ? std::to_string(r.slowed_iterations) : "", ok ? std::to_string(r.iterations_rank0) : "",
+        CsvCell(r.iterations_mean), CsvCell(r.final_accuracy), r.stop_reason,
+        ok && IsDynamic(r) ? std::to_string(r.policy_changes.size()) : "", CsvCell(r.wall_s),
+        ok ? "" : CsvText(r.status.message()));
   }
   return out;
 }

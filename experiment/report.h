@@ -13,6 +13,13 @@
 //   waiting time         sum over ranks of wait_s (time blocked in Pull and
 //                        Push), and its mean per rank.
 //   iterations           rank 0's and the mean over ranks.
+//   per iteration        over every rank's iterations: compute (sum of
+//                        compute_s / sum of iterations), communication
+//                        (sum of wait_s / sum of iterations: pull + push +
+//                        clock, or the allreduce, waiting for others
+//                        included) and the communication share of a step,
+//                        100 × wait / (compute + straggler sleep + wait);
+//                        evaluation is not part of a step.
 //   final accuracy, stop reason, timeline  the evaluating rank's (the lowest
 //                        rank with evaluates = true; rank 0 in experiments).
 // Ratios are relative to the first run (the baseline, SYNC in the demo):
@@ -63,7 +70,11 @@ struct RunSummary {
   double barrier_wait_total_s = train::kNaN;  // sum of barrier_wait_s
   double compute_mean_s = train::kNaN;        // mean of compute_s
   double straggler_sleep_total_s = train::kNaN;
-  int64_t slowed_iterations = 0;  // sum over ranks
+  // Per iteration, over every rank's iterations (NaN without iterations).
+  double compute_per_iteration_s = train::kNaN;  // sum of compute_s / sum of iterations
+  double comm_per_iteration_s = train::kNaN;     // sum of wait_s / sum of iterations
+  double comm_share_pct = train::kNaN;           // 100 × wait / (compute + straggler sleep + wait)
+  int64_t slowed_iterations = 0;                 // sum over ranks
   int64_t iterations_rank0 = 0;
   double iterations_mean = train::kNaN;
   double final_accuracy = train::kNaN;  // evaluating rank's

@@ -425,16 +425,21 @@ std::vector<RunSummary> ExecuteAll(const Scenario& scenario, const RunnerOptions
   std::vector<RunSummary> summaries;
   for (size_t i = 0; i < scenario.runs.size(); ++i) {
     const RunSpec& run = scenario.runs[i];
+    const std::string how =
+        run.backend == BackendKind::kSerene
+            ? ", " + PolicyDescription(run)
+            : fmt::format(", {} allreduce", collective::GlooAlgorithmName(run.gloo_algorithm));
     progress(fmt::format("=== run {}/{}: {} ({}{}) ===", i + 1, scenario.runs.size(), run.label,
-                         BackendName(run.backend),
-                         run.backend == BackendKind::kSerene ? ", " + PolicyDescription(run) : ""));
+                         BackendName(run.backend), how));
     RunSummary r = ExecuteRun(scenario, i, options);
     if (r.status.ok()) {
       progress(fmt::format(
           "  {}: done in {:.1f} s: job completion {:.2f} s, rank 0 stopped ({}) after {} "
-          "iterations at accuracy {:.4f}; waiting {:.2f} s summed over {} ranks",
+          "iterations at accuracy {:.4f}; waiting {:.2f} s summed over {} ranks; per iteration "
+          "compute {:.2f} ms, communication {:.2f} ms ({:.1f} % of a step)",
           run.label, r.wall_s, r.jct_s, r.stop_reason, r.iterations_rank0, r.final_accuracy,
-          r.wait_total_s, r.workers));
+          r.wait_total_s, r.workers, 1e3 * r.compute_per_iteration_s, 1e3 * r.comm_per_iteration_s,
+          r.comm_share_pct));
     } else {
       progress(fmt::format("  {} FAILED: {}", run.label, r.status.message()));
     }

@@ -20,6 +20,7 @@
 #include "dataplane/barrier_params.h"
 #include "loadgen/switch_launch.h"
 #include "net/fault_injector.h"
+#include "train/gloo_backend.h"
 #include "train/straggler.h"
 
 // The source tree (its policies/ folder), for policy scripts named relative
@@ -147,7 +148,7 @@ Result<std::map<std::string, std::string>> ParseTomlParams(const toml::node& nod
 
 Result<RunSpec> ParseTomlRun(const toml::table& t, const std::string& where) {
   RunSpec run;
-  std::optional<std::string> label, policy;
+  std::optional<std::string> label, policy, algorithm;
   bool has_params = false;
   for (auto&& [k, node] : t) {
     const std::string key(k.str());
@@ -159,9 +160,9 @@ Result<RunSpec> ParseTomlRun(const toml::table& t, const std::string& where) {
       has_params = true;
       continue;
     }
-    if (key != "label" && key != "backend" && key != "policy") {
+    if (key != "label" && key != "backend" && key != "policy" && key != "algorithm") {
       return Status::InvalidArgument(where + ": unknown key '" + key +
-                                     "' (expected label, backend, policy, params)");
+                                     "' (expected label, backend, policy, params, algorithm)");
     }
     if (text == nullptr) {
       return Status::InvalidArgument(where + ": " + key + " is " + TomlTypeName(node) +
@@ -169,14 +170,27 @@ Result<RunSpec> ParseTomlRun(const toml::table& t, const std::string& where) {
     }
     if (key == "label") label = text->get();
     if (key == "policy") policy = text->get();
+    if (key == "algorithm") algorithm = text->get();
     if (key == "backend") {
       auto b = ParseBackend(where + ": backend", text->get());
       if (!b.ok()) return b.status();
       run.backend = *b;
     }
   }
+  if (algorithm && run.backend != BackendKind::kGloo) {
+    return Status::InvalidArgument(where + ": algorithm '" + *algorithm +
+                                   "' applies to a gloo run only (backend = \"gloo\")");
+  }
   if (run.backend == BackendKind::kGloo) {
     run.policy = policy.value_or("");
+    if (algorithm) {
+      auto a = collective::ParseGlooAlgorithm(*algorithm);
+      if (!a.ok()) return Status::InvalidArgument(where + ": algorithm: " + a.status().message());
+      if (Status st = train::CheckGlooAlgorithm(*a); !st.ok()) {
+        return Status::InvalidArgument(where + ": algorithm: " + st.message());
+      }
+      run.gloo_algorithm = *a;
+    }
   } else {
     run.policy = policy.value_or("sync");
     if (auto s = CheckRunPolicy(where + ": policy", run.policy); !s.ok()) return s;
@@ -184,7 +198,7 @@ Result<RunSpec> ParseTomlRun(const toml::table& t, const std::string& where) {
   if (has_params && !IsPolicyScript(run.policy)) {
     return Status::InvalidArgument(where + ": " + ParamsMisplaced(run));
   }
-  run.label = label.value_or(DefaultLabel(run.backend, run.policy));
+  run.label = label.value_or(DefaultLabel(run.backend, run.policy, run.gloo_algorithm));
   return run;
 }
 
@@ -343,8 +357,12 @@ Result<std::string> ResolvePolicyScript(const std::string& path) {
   return Status::NotFound("policy script '" + path + "' not found (looked for " + tried + ")");
 }
 
-std::string DefaultLabel(BackendKind backend, std::string_view policy) {
-  if (backend == BackendKind::kGloo) return "Gloo";
+std::string DefaultLabel(BackendKind backend, std::string_view policy,
+                         collective::GlooAlgorithm gloo_algorithm) {
+  if (backend == BackendKind::kGloo) {
+    if (gloo_algorithm == collective::GlooAlgorithm::kDefault) return "Gloo";
+    return "Gloo(" + std::string(collective::GlooAlgorithmName(gloo_algorithm)) + ")";
+  }
   if (IsPolicyScript(policy)) {
     std::string stem = std::filesystem::path(policy).stem().string();
     for (char& c : stem) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -377,8 +395,18 @@ Result<std::vector<RunSpec>> ParseRunList(std::string_view text) {
       run.backend = BackendKind::kGloo;
       run.policy = "";
     } else if (item.rfind("gloo:", 0) == 0) {
-      return Status::InvalidArgument(where +
-                                     ": gloo is a synchronous allreduce, it takes no policy");
+      auto algorithm = collective::ParseGlooAlgorithm(item.substr(5));
+      if (!algorithm.ok()) {
+        return Status::InvalidArgument(
+            where + ": gloo is a synchronous allreduce, it takes no policy (gloo:ALGORITHM " +
+            "chooses its allreduce algorithm: " + algorithm.status().message() + ")");
+      }
+      if (Status s = train::CheckGlooAlgorithm(*algorithm); !s.ok()) {
+        return Status::InvalidArgument(where + ": " + s.message());
+      }
+      run.backend = BackendKind::kGloo;
+      run.policy = "";
+      run.gloo_algorithm = *algorithm;
     } else {
       if (item.empty()) {
         return Status::InvalidArgument(
@@ -389,11 +417,11 @@ Result<std::vector<RunSpec>> ParseRunList(std::string_view text) {
                                                                : item);
       if (auto s = CheckRunPolicy(where + ": policy", run.policy); !s.ok()) {
         return Status::InvalidArgument(
-            s.message() + " (items: gloo, serene, serene:POLICY, POLICY or a policy script " +
-            "path ending in .lua)");
+            s.message() + " (items: gloo, gloo:ALGORITHM, serene, serene:POLICY, POLICY or a " +
+            "policy script path ending in .lua)");
       }
     }
-    run.label = DefaultLabel(run.backend, run.policy);
+    run.label = DefaultLabel(run.backend, run.policy, run.gloo_algorithm);
     runs.push_back(std::move(run));
     start = comma + 1;
   }
@@ -467,7 +495,16 @@ Status ValidateScenario(const Scenario& s) {
         return Status::InvalidArgument(where + ": gloo is a synchronous allreduce; policy '" +
                                        run.policy + "' does not apply");
       }
+      if (Status st = train::CheckGlooAlgorithm(run.gloo_algorithm); !st.ok()) {
+        return Status::InvalidArgument(where + ": " + st.message());
+      }
       continue;
+    }
+    if (run.gloo_algorithm != collective::GlooAlgorithm::kDefault) {
+      return Status::InvalidArgument(
+          where + ": Gloo algorithm '" +
+          std::string(collective::GlooAlgorithmName(run.gloo_algorithm)) +
+          "' applies to a gloo run only");
     }
     dataplane::BarrierParams rule;
     if (IsPolicyScript(run.policy)) {
@@ -548,6 +585,10 @@ std::string ScenarioToToml(const Scenario& s) {
     t += "\n[[run]]\nlabel = " + Quoted(run.label) +
          "\nbackend = " + Quoted(BackendName(run.backend)) + "\n";
     if (run.backend == BackendKind::kSerene) t += "policy = " + Quoted(run.policy) + "\n";
+    if (run.backend == BackendKind::kGloo &&
+        run.gloo_algorithm != collective::GlooAlgorithm::kDefault) {
+      t += "algorithm = " + Quoted(collective::GlooAlgorithmName(run.gloo_algorithm)) + "\n";
+    }
     if (!run.params.empty()) {
       std::string params;
       for (const auto& [name, value] : run.params) {

@@ -2,7 +2,8 @@
 // (ranks, model, step budget, target accuracy, stragglers, hyperparameters,
 // the switch's row width) and a list of runs that differ only in how the
 // ranks synchronize: through the Serene switch under a barrier policy (sync,
-// ssp:W, async, quorum:K:L) or with the host-based Gloo allreduce baseline.
+// ssp:W, async, quorum:K:L) or with the host-based Gloo allreduce baseline,
+// under one of Gloo's allreduce algorithms (collective/gloo_algorithm.h).
 //
 // A Serene run's policy is either one of the switch's named rules, fixed for
 // the whole run, or a Lua policy script (control/policy_script.h,
@@ -29,6 +30,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collective/gloo_algorithm.h"
 #include "common/status.h"
 #include "train/model_layout.h"
 
@@ -49,6 +51,10 @@ struct RunSpec {
   // A policy script's `params` table (name -> value as written; values that
   // read as numbers are numbers in Lua). Empty for every other run.
   std::map<std::string, std::string> params = {};
+  // gloo: the allreduce algorithm (serene-train --gloo-algorithm); kDefault,
+  // gloo::allreduce with default options, is what PyTorch's Gloo process
+  // group runs. Serene runs: always kDefault.
+  collective::GlooAlgorithm gloo_algorithm = collective::GlooAlgorithm::kDefault;
 };
 
 // True when `policy` names a Lua policy script: it ends in ".lua".
@@ -123,24 +129,29 @@ const std::vector<std::string_view>& ScenarioKeys();
 Status SetScenarioValue(std::string_view key, std::string_view value, const std::string& where,
                         Scenario* s);
 
-// Parses a run list: comma-separated items, each "gloo", "serene" (= SYNC),
-// "serene:POLICY" or a bare POLICY (sync, ssp:W, async, quorum:K:L, or a
-// policy script's path ending in .lua, without params). Labels are derived
-// from the policy (DefaultLabel); a repeated label gets " #2", " #3", ...
+// Parses a run list: comma-separated items, each "gloo", "gloo:ALGORITHM"
+// (a Gloo allreduce algorithm: default, halving-doubling, bcube, ring,
+// ring-chunked), "serene" (= SYNC), "serene:POLICY" or a bare POLICY (sync,
+// ssp:W, async, quorum:K:L, or a policy script's path ending in .lua, without
+// params). Labels are derived from the policy or algorithm (DefaultLabel); a
+// repeated label gets " #2", " #3", ...
 // Errors: InvalidArgument naming the item. Scripts are loaded only by
 // ValidateScenario.
 Result<std::vector<RunSpec>> ParseRunList(std::string_view text);
 
-// "SYNC", "SSP(10)", "ASYNC", "QUORUM(3,1)" or "Gloo"; a policy script's
-// file stem upper-cased ("policies/adaptive.lua" -> "ADAPTIVE"); other policy
-// forms are used as written.
-std::string DefaultLabel(BackendKind backend, std::string_view policy);
+// "SYNC", "SSP(10)", "ASYNC", "QUORUM(3,1)"; "Gloo" (the default algorithm)
+// or "Gloo(halving-doubling)" (any other); a policy script's file stem
+// upper-cased ("policies/adaptive.lua" -> "ADAPTIVE"); other policy forms
+// are used as written.
+std::string DefaultLabel(
+    BackendKind backend, std::string_view policy,
+    collective::GlooAlgorithm gloo_algorithm = collective::GlooAlgorithm::kDefault);
 
 // A scenario from a TOML document on top of DefaultScenario(). Top-level
-// keys are ScenarioKeys(); [[run]] tables (label, backend, policy, and for a
-// policy script an optional params table of numbers and strings) replace
-// the default runs. Unknown keys and wrong types are errors; `source` names
-// the document in messages.
+// keys are ScenarioKeys(); [[run]] tables (label, backend, policy, for a
+// policy script an optional params table of numbers and strings, for a gloo
+// run an optional algorithm) replace the default runs. Unknown keys and wrong
+// types are errors; `source` names the document in messages.
 Result<Scenario> ParseScenarioToml(std::string_view text, std::string_view source);
 
 // Reads and parses a TOML file. Errors: NotFound if unreadable, else as above.
@@ -151,8 +162,8 @@ Result<Scenario> LoadScenarioFile(const std::string& path);
 // each policy script resolves (ResolvePolicyScript) and loads with its
 // params (PolicyScript::LoadFile, so a script error is refused here with its
 // file:line message, before any process starts); only scripts take params;
-// gloo runs take no policy; straggler ranks exist; a rank's shard
-// (60000 / workers examples) holds at least one batch.
+// gloo runs take no policy, serene runs no Gloo algorithm; straggler ranks
+// exist; a rank's shard (60000 / workers examples) holds at least one batch.
 Status ValidateScenario(const Scenario& s);
 
 // The value of setting `key` (one of ScenarioKeys()) as SetScenarioValue

@@ -276,13 +276,24 @@ Result<RunMetrics> Trainer::Run() {
     if (!s.ok()) return s;
     m.timeline.push_back(point);
   }
+  // Per iteration: compute, and communication (Pull + Push, waiting for the
+  // others included) with its share of a step (compute + sleep + wait).
+  const double per_step = m.compute_s + m.straggler_sleep_s + m.wait_s;
+  const std::string per_iteration =
+      m.iterations > 0
+          ? fmt::format(" per iteration: compute={:.2f}ms comm={:.2f}ms ({:.1f}% of a step)",
+                        1e3 * m.compute_s / static_cast<double>(m.iterations),
+                        1e3 * m.wait_s / static_cast<double>(m.iterations),
+                        per_step > 0 ? 100.0 * m.wait_s / per_step : 0.0)
+          : std::string();
   spdlog::info(
       "[{} rank {}/{}] stopped ({}) after {} iterations in {:.2f}s: compute={:.2f}s "
-      "wait={:.2f}s sleep={:.2f}s{}",
+      "wait={:.2f}s sleep={:.2f}s{}{}",
       m.backend, m.rank, m.world_size, StopReasonName(m.stop_reason), m.iterations,
       m.job_completion_s, m.compute_s, m.wait_s, m.straggler_sleep_s,
       std::isfinite(m.final_accuracy) ? fmt::format(" accuracy={:.4f}", m.final_accuracy)
-                                      : std::string());
+                                      : std::string(),
+      per_iteration);
   return m;
 }
 

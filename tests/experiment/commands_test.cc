@@ -89,6 +89,11 @@ TEST(CommandsTest, GlooRankFlags) {
   EXPECT_EQ(After(a, "--rendezvous"), "/out/4-gloo/rendezvous");
   EXPECT_EQ(After(a, "--switch"), "<absent>");
   EXPECT_EQ(After(a, "--metrics"), "/out/4-gloo/rank0.json");
+  EXPECT_EQ(After(a, "--gloo-algorithm"), "default");
+  RunSpec hd = s.runs[3];
+  hd.gloo_algorithm = collective::GlooAlgorithm::kHalvingDoubling;
+  EXPECT_EQ(After(TrainArgs(s, hd, 1, ctx), "--gloo-algorithm"), "halving-doubling");
+  EXPECT_EQ(After(TrainArgs(s, s.runs[0], 1, ctx), "--gloo-algorithm"), "<absent>");
 }
 
 TEST(CommandsTest, KeysDifferPerRun) {

@@ -36,10 +36,11 @@ std::pair<int, std::string> RunBinary(const std::vector<std::string>& args,
 TEST(ExperimentE2eTest, SereneSyncAndGlooProduceAReport) {
   ScratchDir dir("serene-exp-test");
   const fs::path out = dir.path() / "out";
-  const auto [code, output] = RunBinary(
-      {"--workers", "2", "--steps", "20", "--eval-every", "10", "--eval-samples", "1000",
-       "--target", "0", "--runs", "serene:sync,gloo", "--out", out.string(), "--timeout", "120"},
-      std::chrono::seconds(150));
+  const auto [code, output] =
+      RunBinary({"--workers", "2", "--steps", "20", "--eval-every", "10", "--eval-samples", "1000",
+                 "--target", "0", "--runs", "serene:sync,gloo,gloo:halving-doubling", "--out",
+                 out.string(), "--timeout", "120"},
+                std::chrono::seconds(150));
   ASSERT_EQ(code, 0) << output;
   // The side-by-side table.
   EXPECT_NE(output.find("job completion time (s)"), std::string::npos) << output;
@@ -49,7 +50,7 @@ TEST(ExperimentE2eTest, SereneSyncAndGlooProduceAReport) {
   ASSERT_FALSE(text.empty()) << output;
   const auto j = nlohmann::json::parse(text);
   EXPECT_EQ(j["scenario"]["workers"], 2);
-  ASSERT_EQ(j["runs"].size(), 2u);
+  ASSERT_EQ(j["runs"].size(), 3u);
   for (const auto& run : j["runs"]) {
     SCOPED_TRACE(run["label"].get<std::string>());
     EXPECT_EQ(run["ok"], true) << run["error"];
@@ -66,21 +67,35 @@ TEST(ExperimentE2eTest, SereneSyncAndGlooProduceAReport) {
     EXPECT_LE(run["final_accuracy"].get<double>(), 1.0);
     EXPECT_EQ(run["ranks"].size(), 2u);
     EXPECT_EQ(run["timeline"].size(), 3u);  // steps 0, 10, 20
+    EXPECT_GT(run["compute_per_iteration_s"].get<double>(), 0.0);
+    EXPECT_GT(run["comm_per_iteration_s"].get<double>(), 0.0);
+    EXPECT_GT(run["comm_share_pct"].get<double>(), 0.0);
+    EXPECT_LT(run["comm_share_pct"].get<double>(), 100.0);
   }
   EXPECT_EQ(j["runs"][0]["label"], "SYNC");
   EXPECT_EQ(j["runs"][0]["backend"], "serene");
   EXPECT_EQ(j["runs"][1]["label"], "Gloo");
+  EXPECT_EQ(j["runs"][1]["gloo_algorithm"], "default");
+  EXPECT_EQ(j["runs"][2]["label"], "Gloo(halving-doubling)");
+  EXPECT_EQ(j["runs"][2]["gloo_algorithm"], "halving-doubling");
   EXPECT_DOUBLE_EQ(j["runs"][0]["jct_pct_of_baseline"].get<double>(), 100.0);
   // SYNC through the switch and the allreduce train the same model (the
   // switch's fixed point differs from float sums by rounding only).
   EXPECT_NEAR(j["runs"][0]["final_accuracy"].get<double>(),
               j["runs"][1]["final_accuracy"].get<double>(), 0.02);
+  EXPECT_NEAR(j["runs"][1]["final_accuracy"].get<double>(),
+              j["runs"][2]["final_accuracy"].get<double>(), 0.02);
 
   EXPECT_NE(Slurp(out / "results.csv").find("SYNC,serene,sync,true,"), std::string::npos);
-  EXPECT_NE(Slurp(out / "results.md").find("| | SYNC | Gloo |"), std::string::npos);
+  EXPECT_NE(Slurp(out / "results.md").find("| | SYNC | Gloo | Gloo(halving-doubling) |"),
+            std::string::npos);
+  EXPECT_NE(output.find("communication per iteration (ms)"), std::string::npos) << output;
   EXPECT_NE(Slurp(out / "scenario.toml").find("workers = 2"), std::string::npos);
   EXPECT_NE(Slurp(out / "1-sync" / "switch.log").find("serene-switch counters"), std::string::npos);
   EXPECT_NE(Slurp(out / "2-gloo" / "rank1.log").find("[gloo rank 1/2]"), std::string::npos);
+  EXPECT_NE(Slurp(out / "3-gloo-halving-doubling" / "rank1.log")
+                .find("[gloo rank 1/2] allreduce algorithm: halving-doubling"),
+            std::string::npos);
   if (FindOnPath("gnuplot")) {
     EXPECT_TRUE(fs::exists(out / "accuracy.png")) << output;
   }
@@ -154,10 +169,9 @@ TEST(ExperimentE2eTest, ADynamicRunWithoutARuntimeApiFails) {
     fs::permissions(bin / name, fs::perms::owner_all);
   }
   const fs::path out = dir.path() / "out";
-  const auto [code, output] =
-      RunBinary({"--quick", "--runs", "policies/scheduled.lua", "--bin-dir", bin.string(),
-                 "--out", out.string()},
-                std::chrono::seconds(60));
+  const auto [code, output] = RunBinary({"--quick", "--runs", "policies/scheduled.lua", "--bin-dir",
+                                         bin.string(), "--out", out.string()},
+                                        std::chrono::seconds(60));
   EXPECT_EQ(code, 1) << output;
   EXPECT_NE(output.find("SCHEDULED FAILED: serene-switch did not report its runtime API address"),
             std::string::npos)

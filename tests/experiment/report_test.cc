@@ -71,6 +71,63 @@ TEST(ReportTest, SummarizeReducesTheRanks) {
   EXPECT_EQ(r->stop_reason, "target_reached");
   EXPECT_EQ(r->timeline.size(), 2u);
   EXPECT_EQ(r->ranks.size(), 4u);
+  // Per iteration, over the 412 iterations of all ranks: compute 10 s and
+  // communication 10 s in all; a step is compute + 1 s of sleep + wait.
+  EXPECT_DOUBLE_EQ(r->compute_per_iteration_s, 10.0 / 412);
+  EXPECT_DOUBLE_EQ(r->comm_per_iteration_s, 10.0 / 412);
+  EXPECT_DOUBLE_EQ(r->comm_share_pct, 100.0 * 10 / 21);
+}
+
+TEST(ReportTest, PerIterationNumbersNeedIterations) {
+  auto ranks = FourRanks(1.0);
+  for (RunMetrics& m : ranks) {
+    m.iterations = 0;
+    m.compute_s = m.wait_s = m.straggler_sleep_s = 0;
+  }
+  auto r = Summarize({"SYNC", BackendKind::kSerene, "sync"}, ranks);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(std::isnan(r->compute_per_iteration_s));
+  EXPECT_TRUE(std::isnan(r->comm_per_iteration_s));
+  EXPECT_TRUE(std::isnan(r->comm_share_pct));
+}
+
+TEST(ReportTest, GlooRunsNameTheirAlgorithm) {
+  std::vector<RunSummary> runs;
+  runs.push_back(*Summarize({"SYNC", BackendKind::kSerene, "sync"}, FourRanks(1.0)));
+  runs.push_back(*Summarize({"Gloo", BackendKind::kGloo, ""}, FourRanks(1.2)));
+  RunSpec hd{"Gloo(halving-doubling)", BackendKind::kGloo, ""};
+  hd.gloo_algorithm = collective::GlooAlgorithm::kHalvingDoubling;
+  runs.push_back(*Summarize(hd, FourRanks(0.8)));
+  ComputeRatios(&runs);
+
+  const std::string md = ReportMarkdown(DefaultScenario(), runs);
+  EXPECT_NE(md.find("| | SYNC | Gloo | Gloo(halving-doubling) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| policy | sync | allreduce | halving-doubling allreduce |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| compute per iteration (ms) | 24.27 | 24.27 | 24.27 |"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| communication per iteration (ms) | 24.27 | 29.13 | 19.42 |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| &nbsp;&nbsp;% of a step | 47.6 |"), std::string::npos) << md;
+  EXPECT_NE(FormatTable(runs).find("communication per iteration (ms)"), std::string::npos);
+
+  const auto j = nlohmann::json::parse(ReportJson(DefaultScenario(), runs));
+  EXPECT_TRUE(j["runs"][0]["gloo_algorithm"].is_null());
+  EXPECT_EQ(j["runs"][1]["gloo_algorithm"], "default");
+  EXPECT_EQ(j["runs"][2]["gloo_algorithm"], "halving-doubling");
+  EXPECT_EQ(j["runs"][2]["policy"], "halving-doubling allreduce");
+  EXPECT_DOUBLE_EQ(j["runs"][0]["comm_share_pct"].get<double>(), 100.0 * 10 / 21);
+  EXPECT_DOUBLE_EQ(j["runs"][2]["comm_per_iteration_s"].get<double>(), 8.0 / 412);
+
+  const std::string csv = ReportCsv(runs);
+  EXPECT_NE(csv.find("compute_mean_s,compute_per_iteration_s,comm_per_iteration_s,comm_share_pct,"),
+            std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find("Gloo(halving-doubling),gloo,halving-doubling allreduce,true,"),
+            std::string::npos)
+      << csv;
 }
 
 TEST(ReportTest, TheEvaluatingRankNeedNotBeRankZero) {

@@ -156,6 +156,111 @@ TEST(ScenarioTest, RunListLabelsAndDefaults) {
   EXPECT_EQ((*runs)[5].policy, "sync");
 }
 
+TEST(ScenarioTest, RunListChoosesTheGlooAlgorithm) {
+  auto runs = ParseRunList("serene:sync,gloo,gloo:halving-doubling,gloo:default,gloo:ring-chunked");
+  ASSERT_TRUE(runs.ok()) << Message(runs.status());
+  ASSERT_EQ(runs->size(), 5u);
+  EXPECT_EQ((*runs)[0].gloo_algorithm, collective::GlooAlgorithm::kDefault);
+  EXPECT_EQ((*runs)[1].label, "Gloo");
+  EXPECT_EQ((*runs)[1].gloo_algorithm, collective::GlooAlgorithm::kDefault);
+  EXPECT_EQ((*runs)[2].label, "Gloo(halving-doubling)");
+  EXPECT_EQ((*runs)[2].backend, BackendKind::kGloo);
+  EXPECT_EQ((*runs)[2].policy, "");
+  EXPECT_EQ((*runs)[2].gloo_algorithm, collective::GlooAlgorithm::kHalvingDoubling);
+  EXPECT_EQ((*runs)[3].label, "Gloo #2");  // gloo:default is plain gloo
+  EXPECT_EQ((*runs)[4].label, "Gloo(ring-chunked)");
+  EXPECT_EQ(Slug((*runs)[2].label), "gloo-halving-doubling");
+  Scenario s = DefaultScenario();
+  s.runs = *runs;
+  EXPECT_TRUE(ValidateScenario(s).ok()) << Message(ValidateScenario(s));
+
+  auto bad = ParseRunList("gloo:tree");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--runs item 'gloo:tree': gloo is a synchronous "
+                                        "allreduce, it takes no policy (gloo:ALGORITHM chooses "
+                                        "its allreduce algorithm: unknown Gloo algorithm 'tree': "
+                                        "expected one of default, halving-doubling, bcube, ring, "
+                                        "ring-chunked)"),
+            std::string::npos)
+      << bad.status().message();
+  auto ring = ParseRunList("sync,gloo:ring");
+  ASSERT_FALSE(ring.ok());
+  EXPECT_NE(ring.status().message().find("--runs item 'gloo:ring': gloo: the ring allreduce does "
+                                         "not keep the ranks bit-identical"),
+            std::string::npos)
+      << ring.status().message();
+}
+
+TEST(ScenarioTest, TomlRunsChooseTheGlooAlgorithm) {
+  auto s = ParseScenarioToml(R"(
+[[run]]
+policy = "sync"
+
+[[run]]
+backend = "gloo"
+
+[[run]]
+backend = "gloo"
+algorithm = "halving-doubling"
+
+[[run]]
+label = "chunks"
+backend = "gloo"
+algorithm = "ring-chunked"
+)",
+                             "algo.toml");
+  ASSERT_TRUE(s.ok()) << Message(s.status());
+  ASSERT_EQ(s->runs.size(), 4u);
+  EXPECT_EQ(s->runs[1].label, "Gloo");
+  EXPECT_EQ(s->runs[1].gloo_algorithm, collective::GlooAlgorithm::kDefault);
+  EXPECT_EQ(s->runs[2].label, "Gloo(halving-doubling)");
+  EXPECT_EQ(s->runs[2].gloo_algorithm, collective::GlooAlgorithm::kHalvingDoubling);
+  EXPECT_EQ(s->runs[3].label, "chunks");
+  EXPECT_EQ(s->runs[3].gloo_algorithm, collective::GlooAlgorithm::kRingChunked);
+  EXPECT_TRUE(ValidateScenario(*s).ok()) << Message(ValidateScenario(*s));
+
+  // Written back only where it is not the default, and read back the same.
+  const std::string toml = ScenarioToToml(*s);
+  EXPECT_NE(toml.find("backend = \"gloo\"\nalgorithm = \"halving-doubling\"\n"), std::string::npos)
+      << toml;
+  auto back = ParseScenarioToml(toml, "round-trip");
+  ASSERT_TRUE(back.ok()) << Message(back.status());
+  EXPECT_EQ(ScenarioToToml(*back), toml);
+  EXPECT_EQ(back->runs[2].gloo_algorithm, collective::GlooAlgorithm::kHalvingDoubling);
+  EXPECT_EQ(back->runs[1].gloo_algorithm, collective::GlooAlgorithm::kDefault);
+
+  const std::pair<const char*, const char*> cases[] = {
+      {"[[run]]\nbackend = \"gloo\"\nalgorithm = \"tree\"\n",
+       "f.toml: [[run]] #1: algorithm: unknown Gloo algorithm 'tree': expected one of default, "
+       "halving-doubling"},
+      {"[[run]]\npolicy = \"sync\"\nalgorithm = \"ring-chunked\"\n",
+       "f.toml: [[run]] #1: algorithm 'ring-chunked' applies to a gloo run only"},
+      {"[[run]]\nbackend = \"gloo\"\nalgorithm = \"bcube\"\n",
+       "f.toml: [[run]] #1: algorithm: gloo: the bcube allreduce is not reliable"},
+      {"[[run]]\nbackend = \"gloo\"\nalgorithm = 2\n",
+       "f.toml: [[run]] #1: algorithm is an integer, expected a string"},
+  };
+  for (const auto& [text, message] : cases) {
+    SCOPED_TRACE(text);
+    auto r = ParseScenarioToml(text, "f.toml");
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find(message), std::string::npos) << r.status().message();
+  }
+  Scenario serene = DefaultScenario();
+  serene.runs[0].gloo_algorithm = collective::GlooAlgorithm::kRingChunked;
+  EXPECT_NE(Message(ValidateScenario(serene))
+                .find("run #1 'SYNC': Gloo algorithm 'ring-chunked' applies to a gloo run only"),
+            std::string::npos)
+      << Message(ValidateScenario(serene));
+  Scenario ring = DefaultScenario();
+  ring.runs[3].gloo_algorithm = collective::GlooAlgorithm::kRing;
+  EXPECT_NE(Message(ValidateScenario(ring))
+                .find("run #4 'Gloo': gloo: the ring allreduce does not keep the ranks "
+                      "bit-identical"),
+            std::string::npos)
+      << Message(ValidateScenario(ring));
+}
+
 TEST(ScenarioTest, RunListRefusesBadItems) {
   const std::pair<const char*, const char*> cases[] = {
       {"serene:ssp", "ssp needs a window"},
@@ -257,7 +362,9 @@ TEST(ScenarioTest, ValidateRefusesInconsistentScenarios) {
                            "in .lua) only, not to policy 'ssp:10'"),
             std::string::npos)
       << misplaced;
-  EXPECT_NE(with([](Scenario* s) { s->runs[3].params = {{"w", "3"}}; }).find("not to a gloo run"),
+  EXPECT_NE(with([](Scenario* s) {
+              s->runs[3].params = {{"w", "3"}};
+            }).find("not to a gloo run"),
             std::string::npos);
   EXPECT_NE(with([](Scenario* s) { s->runs[0].policy = "quorum:5:1"; }).find("quorum 5"),
             std::string::npos);
@@ -275,7 +382,9 @@ TEST(ScenarioTest, TomlRoundTrip) {
   s.control_period_ms = 100;
   s.switch_fault = "drop=0.02,dup=2%,reorder=0.02,delay=0..20ms,hold=5ms,seed=3,dir=both";
   s.runs.push_back({"QUORUM(3,1)", BackendKind::kSerene, "quorum:3:1"});
-  s.runs.push_back({"EARLY SSP", BackendKind::kSerene, "policies/scheduled.lua",
+  s.runs.push_back({"EARLY SSP",
+                    BackendKind::kSerene,
+                    "policies/scheduled.lua",
                     {{"sync_clocks", "5"}, {"w", "4.5"}, {"note", "a \"b\""}, {"odd key", "1e3"}}});
   auto back = ParseScenarioToml(ScenarioToToml(s), "round-trip");
   ASSERT_TRUE(back.ok()) << Message(back.status()) << "\n" << ScenarioToToml(s);
