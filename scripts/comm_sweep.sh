@@ -72,7 +72,7 @@ for r in rows:
 med = lambda xs: statistics.median(xs)
 with open(out + ".md", "w") as md, open(out + ".dat", "w") as dat:
     md.write("| workers | elements | row | runs | Serene ms | Gloo best ms (algorithm) | Gloo default ms "
-             "| Serene / Gloo best (min-max) | Serene / Gloo default | retransmissions | switch CPU ms/iter |\n")
+             "| Serene / Gloo best (min-max) | Serene / Gloo default | READs re-sent / NACKs | switch CPU ms/iter |\n")
     md.write("|---|---|---|---|---|---|---|---|---|---|---|\n")
     for (w, e, row), rs in sorted(groups.items()):
         s = med([r["serene_ms"] for r in rs]); g = med([r["gloo_ms"] for r in rs])
@@ -81,7 +81,7 @@ with open(out + ".md", "w") as md, open(out + ".dat", "w") as dat:
         algos = sorted({r["gloo_algorithm"] for r in rs})
         md.write(f"| {w} | {e:,} | {row} | {len(rs)} | {s:.2f} | {g:.2f} ({', '.join(algos)}) | {d:.2f} "
                  f"| **{med(ratios):.2f}** ({min(ratios):.2f}-{max(ratios):.2f}) | {s/d:.2f} "
-                 f"| {sum(r['retransmissions'] for r in rs)} | {med([r['switch_cpu_ms'] for r in rs]):.2f} |\n")
+                 f"| {sum(r['read_retransmits'] for r in rs)} / {sum(r['nacks'] for r in rs)} | {med([r['switch_cpu_ms'] for r in rs]):.2f} |\n")
         dat.write(f"{w} {e} {row} {s} {g} {d}\n")
 PY
 
