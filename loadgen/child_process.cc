@@ -7,9 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
-#include <iterator>
-#include <sstream>
 
 extern char** environ;
 
@@ -115,19 +114,21 @@ std::pair<int, std::string> RunToExit(const std::string& path,
 
 double ChildProcess::CpuSeconds() const {
   if (pid_ <= 0) return -1;
-  std::ifstream in("/proc/" + std::to_string(pid_) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // The command may hold spaces and parentheses: fields start after the last ')'.
-  const size_t paren = text.rfind(')');
-  if (paren == std::string::npos || paren + 2 > text.size()) return -1;
-  std::istringstream fields(text.substr(paren + 2));
-  std::string f;
-  unsigned long long utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && fields >> f; ++i) {  // utime and stime are fields 14 and 15
-    if (i == 14) utime = std::stoull(f);
-    if (i == 15) stime = std::stoull(f);
+  // Nanoseconds on CPU of every thread (/proc/PID/task/TID/schedstat, first
+  // field): finer than /proc/PID/stat's 10 ms ticks.
+  std::error_code ec;
+  const std::string tasks = "/proc/" + std::to_string(pid_) + "/task";
+  unsigned long long ns = 0;
+  bool any = false;
+  for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
+    std::ifstream in(t.path() / "schedstat");
+    unsigned long long run = 0;
+    if (in >> run) {
+      ns += run;
+      any = true;
+    }
   }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  return any ? static_cast<double>(ns) / 1e9 : -1;
 }
 
 }  // namespace serene::loadgen

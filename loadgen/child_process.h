@@ -42,8 +42,8 @@ class ChildProcess {
   // Everything captured so far.
   std::string output() const;
 
-  // CPU seconds (user + system) the child has used so far, from
-  // /proc/PID/stat; -1 once it has exited or if unknown.
+  // CPU seconds the child's threads have run so far (from the scheduler's
+  // statistics, /proc/PID/task/*/schedstat); -1 once it has exited or if unknown.
   double CpuSeconds() const;
 
  private:

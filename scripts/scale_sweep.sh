@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The switch at many ranks (docs/performance.md): serene-bench with 4..256
+# worker processes on one switch (SYNC, a small model, bounded clocks);
+# records clocks per second and the switch's CPU per clock, writes OUT.md
+# and the curve OUT.png (gnuplot).
+#   bash scripts/scale_sweep.sh                      # results/scale/sweep.*
+#   bash scripts/scale_sweep.sh --ranks "4 64" --clocks 50
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIN=build/bin
+OUT=results/scale/sweep
+RANKS="4 16 64 128 256"
+CLOCKS=auto  # 400 clocks up to 16 ranks, 100 up to 64, 30 beyond
+ELEMENTS=1000
+usage() { sed -n '2,8p' "$0"; }
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --bin-dir) BIN="$2"; shift 2 ;;
+    --out) OUT="$2"; shift 2 ;;
+    --ranks) RANKS="$2"; shift 2 ;;
+    --clocks) CLOCKS="$2"; shift 2 ;;
+    --elements) ELEMENTS="$2"; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "scale_sweep.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+[[ -x "$BIN/serene-bench" ]] || { echo "scale_sweep.sh: no $BIN/serene-bench; build first (README.md)" >&2; exit 1; }
+mkdir -p "$(dirname "$OUT")"
+: > "$OUT.dat"
+{
+  echo "| ranks | clocks | clocks/s | switch CPU per clock of all ranks (ms) | per clock of one rank (us) | READs re-sent | CLOCKs re-sent | wall s |"
+  echo "|---|---|---|---|---|---|---|---|"
+} > "$OUT.md"
+for n in $RANKS; do
+  clocks=$CLOCKS
+  if [[ "$clocks" == auto ]]; then
+    if (( n <= 16 )); then clocks=400; elif (( n <= 64 )); then clocks=100; else clocks=30; fi
+  fi
+  echo "scale_sweep: $n ranks x $clocks clocks of $ELEMENTS elements..." >&2
+  log=$("$BIN/serene-bench" --workers "$n" --elements "$ELEMENTS" --row 256 --clocks "$clocks" --quiet-switch)
+  ok=$(grep -E '^(OK|FAILED):' <<< "$log")
+  cpu=$(grep -E '^switch CPU' <<< "$log")
+  [[ "$ok" == OK:* ]] || { echo "scale_sweep: $n ranks failed:"$'\n'"$log" >&2; exit 1; }
+  wall=$(sed -E 's/.* clocks in ([0-9.]+) s.*/\1/' <<< "$ok")
+  rate=$(sed -E 's/.*\(([0-9.]+) clocks\/s\).*/\1/' <<< "$ok")
+  per_rank=$(sed -E 's/.*: ([0-9.]+) us per clock of one rank.*/\1/' <<< "$cpu")
+  per_clock=$(sed -E 's/.* ([0-9.]+) ms per clock of all.*/\1/' <<< "$cpu")
+  # Per-rank table rows: columns 8 (re-READ) and 9 (re-CLOCK).
+  read -r rereads reclocks < <(awk '$1 ~ /^[0-9]+$/ && NF >= 11 {r += $8; c += $9} END {print r+0, c+0}' <<< "$log")
+  echo "| $n | $clocks | $rate | $per_clock | $per_rank | $rereads | $reclocks | $wall |" >> "$OUT.md"
+  echo "$n $rate $per_clock $per_rank" >> "$OUT.dat"
+done
+if command -v gnuplot >/dev/null; then
+  gnuplot <<GP
+set terminal pngcairo size 900,520 noenhanced
+set output "$OUT.png"
+set title "One switch, N worker processes on 2 cores (SYNC, $ELEMENTS elements)"
+set logscale x 2
+set xlabel "ranks"
+set ylabel "clocks per second"
+set y2label "switch CPU per clock of one rank (us)"
+set ytics nomirror
+set y2tics
+set key top right
+set grid
+plot "$OUT.dat" using 1:2 with linespoints lw 2 title "clocks/s (all ranks share 2 cores)", \
+     "$OUT.dat" using 1:4 axes x1y2 with linespoints lw 2 title "switch CPU us per rank-clock"
+GP
+fi
+cat "$OUT.md"
