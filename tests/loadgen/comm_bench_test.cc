@@ -70,6 +70,18 @@ TEST(CommBenchTest, RefusesAnUnknownAlgorithmNamingTheChoices) {
       << r.output;
 }
 
+TEST(CommBenchTest, LeavesOutBcubeWhereGlooGetsItWrongAndRefusesItWhenAsked) {
+  // Gloo's bcube returns wrong sums for 3 workers (the checks caught it).
+  CommRun all = RunComm({"comm", "--workers", "3", "--elements", "3000", "--iters", "2",
+                         "--warmup", "0", "--gloo", "all"});
+  ASSERT_EQ(all.exit_code, 0) << all.output;
+  EXPECT_NE(all.output.find("bcube is left out"), std::string::npos) << all.output;
+  EXPECT_FALSE(all.last.at("gloo_each_ms").contains("bcube"));
+  CommRun asked = RunComm({"comm", "--workers", "3", "--gloo", "bcube"});
+  EXPECT_EQ(asked.exit_code, 2);
+  EXPECT_NE(asked.output.find("not a power of two"), std::string::npos) << asked.output;
+}
+
 TEST(CommSummaryTest, AnIterationTakesItsSlowestRanksTimeAndTheReportGivesMedians) {
   CommPlan plan;
   plan.algorithms = {collective::GlooAlgorithm::kDefault};
