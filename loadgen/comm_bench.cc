@@ -2,6 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "collective/gloo_group.h"
@@ -34,6 +40,53 @@ int32_t SumOf(uint32_t n, uint32_t c, size_t i) {
   return ranks * Base(c, i) + ranks * (ranks - 1) / 2 * Weight(i);
 }
 
+// Ends the process if an armed phase outlives `limit`.
+class Watchdog {
+ public:
+  Watchdog(uint32_t rank, std::chrono::nanoseconds limit)
+      : rank_(rank), limit_(limit), thread_([this] { Run(); }) {}
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void Arm(std::string what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    what_ = std::move(what);
+    deadline_ = SteadyClock::now() + limit_;
+  }
+  void Disarm() {
+    std::lock_guard<std::mutex> lock(mu_);
+    deadline_ = SteadyClock::time_point::max();
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      if (SteadyClock::now() >= deadline_) {
+        std::fprintf(stderr, "serene-bench comm: rank %u: %s did not end within %.0f s; giving up\n",
+                     rank_, what_.c_str(), std::chrono::duration<double>(limit_).count());
+        std::fflush(stderr);
+        _exit(124);
+      }
+      cv_.wait_for(lock, std::chrono::milliseconds(200));
+    }
+  }
+
+  const uint32_t rank_;
+  const std::chrono::nanoseconds limit_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::string what_;
+  SteadyClock::time_point deadline_ = SteadyClock::time_point::max();
+  std::thread thread_;
+};
+
 }  // namespace
 
 CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
@@ -47,15 +100,31 @@ CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
   ClientOptions o = plan.client;
   o.rank = rank;
   o.world_size = plan.workers;
-  collective::GlooGroupOptions go;
-  go.rank = static_cast<int>(rank);
-  go.world_size = static_cast<int>(plan.workers);
-  go.rendezvous_dir = plan.rendezvous_dir;
-  go.run_id = "comm";
-  go.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.deadline);
-  auto group = collective::GlooGroup::Connect(go);
+  // One Gloo group (its own TCP connections) for the barriers and one per
+  // algorithm: Gloo's algorithm classes and its default allreduce on the same
+  // connections deadlocked at 25.6M elements (every rank waiting in the
+  // default allreduce), each on its own did not.
+  auto connect = [&](const std::string& run_id) {
+    collective::GlooGroupOptions go;
+    go.rank = static_cast<int>(rank);
+    go.world_size = static_cast<int>(plan.workers);
+    go.rendezvous_dir = plan.rendezvous_dir;
+    go.run_id = run_id;
+    go.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.deadline);
+    return collective::GlooGroup::Connect(go);
+  };
+  auto group = connect("comm");
   if (!group.ok()) return fail(group.status().message());
   collective::GlooGroup& g = **group;
+  std::vector<std::unique_ptr<collective::GlooGroup>> per_algorithm;
+  for (collective::GlooAlgorithm a : plan.algorithms) {
+    auto ga = connect("comm-" + std::string(collective::GlooAlgorithmName(a)));
+    if (!ga.ok()) return fail(ga.status().message());
+    per_algorithm.push_back(std::move(*ga));
+  }
+  // Gloo does not always honour its own timeout: a watchdog ends this rank
+  // (exit 124, which ends the others) if a Gloo call outlives it twice over.
+  Watchdog watchdog(rank, 2 * o.deadline + std::chrono::seconds(10));
 
   auto connected = Client::Connect(o);
   if (!connected.ok()) return fail(connected.status().message());
@@ -79,7 +148,9 @@ CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
   for (uint32_t it = 1; it <= total; ++it) {
     const bool measured = it > plan.warmup;
     Fill(rank, it, &update);
+    watchdog.Arm("a Gloo barrier");
     if (Status s = g.Barrier(); !s.ok()) return fail(s.message());
+    watchdog.Disarm();
     auto t0 = SteadyClock::now();
     if (Status s = c.PullFixed(model); !s.ok()) return fail(s.message());
     if (Status s = c.PushFixed(update); !s.ok()) return fail(s.message());
@@ -99,12 +170,17 @@ CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
 
     for (size_t a = 0; a < plan.algorithms.size(); ++a) {
       Fill(rank, it, &gloo);
+      watchdog.Arm("a Gloo barrier");
       if (Status s = g.Barrier(); !s.ok()) return fail(s.message());
+      watchdog.Arm("Gloo's " + std::string(collective::GlooAlgorithmName(plan.algorithms[a])) +
+                   " allreduce");
       t0 = SteadyClock::now();
-      if (Status s = g.Allreduce(std::span<int32_t>(gloo), plan.algorithms[a]); !s.ok()) {
+      if (Status s = per_algorithm[a]->Allreduce(std::span<int32_t>(gloo), plan.algorithms[a]);
+          !s.ok()) {
         return fail(s.message());
       }
       const double took = Since(t0);
+      watchdog.Disarm();
       if (measured) rep.gloo_s[a].push_back(took);
       for (size_t i = 0; i < n; ++i) {
         if (gloo[i] != SumOf(plan.workers, it, i)) {
@@ -124,7 +200,10 @@ CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
   }
   ++rep.checks;
   if (Status s = c.Leave(false); !s.ok()) return fail(s.message());
+  // Every rank is done with every group before any closes its connections.
+  watchdog.Arm("the last Gloo barrier");
   if (Status s = g.Barrier(); !s.ok()) return fail(s.message());
+  watchdog.Disarm();
   rep.stats = c.stats();
   rep.ok = true;
   return rep;
