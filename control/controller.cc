@@ -40,11 +40,14 @@ std::string_view EventKindName(ControllerEvent::Kind kind) {
 }
 
 std::optional<PolicyRequest> PlanChange(const PolicyDecision& decision,
-                                        const v1::JobTelemetry& telemetry) {
+                                        const v1::JobTelemetry& telemetry,
+                                        uint32_t last_applied_epoch) {
   PolicyRequest req;
   req.rule = RuleToProto(decision.rule);
   req.effective_clock = decision.effective_clock;
   const v1::PolicyState& p = telemetry.policy();
+  const uint32_t newest_epoch = p.swap_pending() ? p.next_epoch() : p.active_epoch();
+  if (static_cast<int32_t>(newest_epoch - last_applied_epoch) < 0) return std::nullopt;
   // The newest rule the switch knows: the pending one, else the one in force.
   const v1::Rule& newest = p.swap_pending() ? p.next() : p.active();
   if (SameRule(newest, req.rule)) {
@@ -79,7 +82,7 @@ void Controller::Emit(ControllerEvent e) {
 }
 
 ControllerEvent::Kind Controller::Apply(const PolicyDecision& d, const v1::JobTelemetry& t) {
-  auto plan = PlanChange(d, t);
+  auto plan = PlanChange(d, t, last_applied_epoch_);
   if (!plan) return ControllerEvent::Kind::kInfo;
   auto r = client_->SetPolicy(options_.job, plan->rule, plan->effective_clock);
   ControllerEvent e;
@@ -88,6 +91,7 @@ ControllerEvent::Kind Controller::Apply(const PolicyDecision& d, const v1::JobTe
   if (r.ok()) {
     e.kind = ControllerEvent::Kind::kApplied;
     e.epoch = r->epoch();
+    last_applied_epoch_ = r->epoch();
     e.effective_clock = r->effective_clock();
     e.message = "job " + std::to_string(options_.job) + ": " + d.text + " -> epoch " +
                 std::to_string(r->epoch()) + " from clock " + std::to_string(r->effective_clock()) +

@@ -64,13 +64,17 @@ struct ControllerOptions {
 
 // What the controller would ask the switch for, given a decision and the
 // job's state: nullopt when the rule (and clock) is already in force or
-// pending. Pure; the loop's core, exposed for tests.
+// pending, or when the snapshot is older than the controller's own last
+// change (its newest epoch is below `last_applied_epoch`: a snapshot taken
+// before that SetPolicy, which would ask for the same rule again). Pure; the
+// loop's core, exposed for tests.
 struct PolicyRequest {
   v1::Rule rule;
   std::optional<uint32_t> effective_clock;
 };
 std::optional<PolicyRequest> PlanChange(const PolicyDecision& decision,
-                                        const v1::JobTelemetry& telemetry);
+                                        const v1::JobTelemetry& telemetry,
+                                        uint32_t last_applied_epoch = 0);
 
 class Controller {
  public:
@@ -99,6 +103,7 @@ class Controller {
   std::atomic<bool> stop_{false};
   mutable std::mutex mu_;
   std::vector<ControllerEvent> applied_;  // guarded by mu_
+  uint32_t last_applied_epoch_ = 0;       // the loop thread's own
 };
 
 }  // namespace serene::control
