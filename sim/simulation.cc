@@ -1,0 +1,230 @@
+#include "sim/simulation.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "dataplane/barrier_params.h"
+#include "dataplane/job_config.h"
+#include "dataplane/output.h"
+#include "dataplane/pipeline.h"
+#include "sim/sim_controller.h"
+
+namespace serene::sim {
+namespace {
+
+constexpr uint16_t kJob = 1;
+constexpr uint32_t kKey = 0x5e7e5111;
+constexpr uint16_t kRankPort = 5000;
+constexpr uint16_t kSwitchPort = 7000;
+
+// Rank r lives at 10.(r / 256).(r % 256).1:5000, the switch at 10.255.255.254.
+proto::Endpoint RankEndpoint(int rank) {
+  proto::Endpoint e;
+  e.family = proto::Endpoint::Family::kIPv4;
+  e.port = kRankPort;
+  e.addr[0] = 10;
+  e.addr[1] = static_cast<uint8_t>(rank >> 8);
+  e.addr[2] = static_cast<uint8_t>(rank & 0xFF);
+  e.addr[3] = 1;
+  return e;
+}
+
+proto::Endpoint SwitchEndpoint() {
+  proto::Endpoint e;
+  e.family = proto::Endpoint::Family::kIPv4;
+  e.port = kSwitchPort;
+  e.addr = {10, 255, 255, 254};
+  return e;
+}
+
+int RankOf(const proto::Endpoint& e) {
+  if (e.family != proto::Endpoint::Family::kIPv4 || e.addr[0] != 10 || e.port != kRankPort) {
+    return -1;
+  }
+  return e.addr[1] * 256 + e.addr[2];
+}
+
+std::string PhaseText(const SimRank& r) {
+  const train::RunMetrics& m = r.metrics();
+  return fmt::format("rank {}: {} iterations{}", m.rank, m.iterations,
+                     r.done() ? ", done" : ", still running");
+}
+
+// The world: links, ranks, the pipeline and the event loop that ties them.
+class World {
+ public:
+  World(const SimulationOptions& o, RankWork& work) : o_(o), work_(work) {}
+
+  Status Init() {
+    dataplane::JobConfig job;
+    job.id = kJob;
+    job.workers = static_cast<uint32_t>(o_.workers);
+    job.elements = work_.elements();
+    job.row_width = o_.row_width;
+    job.scale_log2 = o_.scale_log2;
+    job.key = kKey;
+    job.evict_after_ms = 0;  // the simulator never evicts (docs/simulator.md)
+    const bool script = o_.policy.ends_with(".lua");
+    if (!script) {
+      auto p = dataplane::BarrierParams::Parse(o_.policy);
+      if (!p.ok()) return p.status();
+      job.policy = *p;
+    }
+    if (Status s = pipeline_.CreateJob(job); !s.ok()) return s;
+    if (script) {
+      auto c = SimController::Create(o_.policy, o_.params, &pipeline_, kJob, job.workers,
+                                     [this](const dataplane::Output& out) { Route(out); });
+      if (!c.ok()) return c.status();
+      controller_ = std::move(*c);
+    }
+    for (int r = 0; r < o_.workers; ++r) {
+      up_.emplace_back(o_.link, train::DeriveSeed(o_.seed, 2 * r, 0x5117));
+      down_.emplace_back(o_.link, train::DeriveSeed(o_.seed, 2 * r + 1, 0x5117));
+    }
+    for (int r = 0; r < o_.workers; ++r) {
+      RankOptions ro;
+      ro.rank = r;
+      ro.world_size = o_.workers;
+      ro.job = kJob;
+      ro.key = kKey;
+      ro.row_width = o_.row_width;
+      ro.max_steps = o_.max_steps;
+      ro.target_accuracy = o_.target_accuracy;
+      ro.eval_every = o_.eval_every;
+      ro.evaluates = r == 0;
+      ro.compute = o_.compute;
+      if (o_.straggler && std::find(o_.straggler_ranks.begin(), o_.straggler_ranks.end(), r) !=
+                              o_.straggler_ranks.end()) {
+        ro.straggler = o_.straggler;
+      }
+      ro.straggler_base = o_.straggler_base;
+      ro.seed = o_.seed;
+      ro.rto = RetransmissionTimeout();
+      ranks_.push_back(std::make_unique<SimRank>(
+          ro, work_, events_, [this, r](std::span<const uint8_t> d) { ToSwitch(r, d); }));
+    }
+    return Status::Ok();
+  }
+
+  Result<SimulationResult> Run() {
+    if (controller_) controller_->Start(0);
+    for (auto& r : ranks_) r->Start();
+    if (controller_ && controller_->adaptive()) ScheduleTick();
+    const SimTime limit = FromSeconds(o_.max_virtual_s);
+    while (!AllDone()) {
+      if (!events_.RunNext()) return Stalled("no event is pending");
+      for (auto& r : ranks_) {
+        if (!r->status().ok()) return r->status();
+      }
+      if (events_.now() > limit)
+        return Stalled(fmt::format("{} s of virtual time passed", o_.max_virtual_s));
+    }
+    return Collect();
+  }
+
+ private:
+  // Covers a pull of the whole model over one link plus a generous margin, so
+  // that without loss nothing is re-sent (docs/simulator.md).
+  SimTime RetransmissionTimeout() const {
+    const double bytes = static_cast<double>(work_.elements()) * 4 * o_.workers;
+    return FromSeconds(
+        std::max(0.01, 4 * (2 * o_.link.latency_s + bytes * 8 / (o_.link.gbps * 1e9))));
+  }
+
+  bool AllDone() const {
+    return std::all_of(ranks_.begin(), ranks_.end(), [](const auto& r) { return r->done(); });
+  }
+
+  Status Stalled(const std::string& why) {
+    std::string text = "the simulation did not end (" + why + "):";
+    for (const auto& r : ranks_) text += " " + PhaseText(*r) + ";";
+    text.pop_back();
+    return Status::DeadlineExceeded(text);
+  }
+
+  void ScheduleTick() {
+    events_.After(FromSeconds(o_.control_period_s), [this] {
+      if (AllDone()) return;
+      controller_->Tick(events_.now());
+      ScheduleTick();
+    });
+  }
+
+  void ToSwitch(int rank, std::span<const uint8_t> datagram) {
+    ++packets_;
+    auto at = up_[rank].Send(events_.now(), datagram.size());
+    if (!at) return;
+    events_.At(*at, [this, rank, bytes = std::vector<uint8_t>(datagram.begin(), datagram.end())] {
+      out_.Clear();
+      pipeline_.Process(bytes, RankEndpoint(rank), SwitchEndpoint(),
+                        static_cast<dataplane::Timestamp>(events_.now()), &out_);
+      Route(out_);
+    });
+  }
+
+  void Route(const dataplane::Output& out) {
+    for (size_t i = 0; i < out.size(); ++i) {
+      const int rank = RankOf(out.packet(i).dst);
+      if (rank < 0 || rank >= o_.workers) continue;
+      ++packets_;
+      auto at = down_[rank].Send(events_.now(), out.packet(i).size);
+      if (!at) continue;
+      std::span<const uint8_t> b = out.bytes(i);
+      events_.At(*at, [this, rank, bytes = std::vector<uint8_t>(b.begin(), b.end())] {
+        ranks_[rank]->OnPacket(bytes);
+      });
+    }
+  }
+
+  Result<SimulationResult> Collect() {
+    SimulationResult res;
+    SimTime last = 0;
+    for (const auto& r : ranks_) {
+      res.ranks.push_back(r->metrics());
+      res.counters.push_back(r->counters());
+      last = std::max(last, r->origin() + FromSeconds(r->metrics().job_completion_s));
+    }
+    const SimTime origin = ranks_.empty() ? 0 : ranks_[0]->origin();
+    if (controller_) {
+      for (const auto& a : controller_->applied()) {
+        res.changes.push_back(
+            {ToSeconds(a.at - origin), a.high, a.effective_clock, a.rule, a.epoch});
+      }
+      res.controller_log = controller_->log();
+    }
+    if (auto t = pipeline_.Telemetry(kJob); t.ok()) res.switch_counters = t->counters;
+    res.virtual_s = ToSeconds(last);
+    res.events = events_.executed();
+    res.packets = packets_;
+    for (const Link& l : up_) res.lost += l.lost();
+    for (const Link& l : down_) res.lost += l.lost();
+    return res;
+  }
+
+  const SimulationOptions& o_;
+  RankWork& work_;
+  EventQueue events_;
+  dataplane::Pipeline pipeline_{/*incarnation_seed=*/0};
+  dataplane::Output out_ = dataplane::Output::ForBatch(1);
+  std::unique_ptr<SimController> controller_;
+  std::vector<Link> up_, down_;
+  std::vector<std::unique_ptr<SimRank>> ranks_;
+  uint64_t packets_ = 0;
+};
+
+}  // namespace
+
+Result<SimulationResult> RunSimulation(const SimulationOptions& options, RankWork& work) {
+  if (options.workers < 1) return Status::InvalidArgument("workers must be >= 1");
+  if (options.eval_every < 1) return Status::InvalidArgument("eval_every must be >= 1");
+  if (options.max_steps < 1 && options.target_accuracy <= 0) {
+    return Status::InvalidArgument("set max_steps or a target accuracy: the job would never end");
+  }
+  World world(options, work);
+  if (Status s = world.Init(); !s.ok()) return s;
+  return world.Run();
+}
+
+}  // namespace serene::sim

@@ -1,0 +1,84 @@
+// serene-sim end to end: a CI-sized scenario reports every Serene run like
+// serene-experiment, twice identically; bad flags are refused with exit 2.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "loadgen/child_process.h"
+#include "testing/scratch_dir.h"
+
+namespace serene {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::pair<int, std::string> RunSim(const std::vector<std::string>& args) {
+  loadgen::ChildProcess child(SERENE_SIM_BIN, args);
+  if (!child.started()) return {-1, "cannot start " SERENE_SIM_BIN};
+  const auto code = child.Wait(std::chrono::seconds(150));
+  return {code.value_or(-1), child.output()};
+}
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(SimE2eTest, QuickScenarioReportsEverySereneRunReproducibly) {
+  testing::ScratchDir dir("serene-sim-e2e");
+  auto run = [&](const std::string& name) {
+    const fs::path out = dir.path() / name;
+    const auto [code, output] =
+        RunSim({"--quick", "--compute-ms", "5", "--eval-samples", "500", "--straggler",
+                "slow_worker:0.3:1:2", "--out", out.string()});
+    EXPECT_EQ(code, 0) << output;
+    return std::make_pair(out, output);
+  };
+  const auto [out, output] = run("a");
+  // The demo's runs: SYNC, SSP(10), ADAPTIVE; the Gloo run is left out.
+  const auto j = nlohmann::json::parse(Slurp(out / "results.json"));
+  ASSERT_EQ(j["runs"].size(), 3u) << output;
+  EXPECT_EQ(j["runs"][0]["label"], "SYNC");
+  EXPECT_EQ(j["runs"][2]["label"], "ADAPTIVE");
+  for (const auto& r : j["runs"]) {
+    EXPECT_EQ(r["iterations_rank0"], 30) << r.dump();
+    EXPECT_GT(r["final_accuracy"].get<double>(), 0.4) << r.dump();
+  }
+  EXPECT_TRUE(fs::exists(out / "results.md"));
+  EXPECT_TRUE(fs::exists(out / "sim.txt"));
+  // Virtual time: the second run's numbers are the first's.
+  const auto [out2, output2] = run("b");
+  const auto j2 = nlohmann::json::parse(Slurp(out2 / "results.json"));
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_GT(j["runs"][i]["job_completion_s"].get<double>(), 0) << i;
+    EXPECT_EQ(j["runs"][i]["job_completion_s"], j2["runs"][i]["job_completion_s"]) << i;
+    EXPECT_EQ(j["runs"][i]["wait_total_s"], j2["runs"][i]["wait_total_s"]) << i;
+    EXPECT_EQ(j["runs"][i]["final_accuracy"], j2["runs"][i]["final_accuracy"]) << i;
+  }
+}
+
+TEST(SimE2eTest, BadFlagsAreRefusedWithTheValue) {
+  // {flag, value, what the message must say}
+  const std::vector<std::array<std::string, 3>> cases = {{"--link", "gbps=-1", "gbps=-1"},
+                                                         {"--compute-ms", "fast", "fast"},
+                                                         {"--straggler-base", "wall", "wall"},
+                                                         {"--workers", "0", "--workers"},
+                                                         {"--runs", "gloo", "no Serene run"}};
+  for (const auto& [flag, value, says] : cases) {
+    const auto [code, output] = RunSim({flag, value});
+    EXPECT_EQ(code, 2) << flag << " " << value << ": " << output;
+    EXPECT_NE(output.find(says), std::string::npos) << flag << " " << value << ": " << output;
+  }
+}
+
+}  // namespace
+}  // namespace serene

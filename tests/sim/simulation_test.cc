@@ -1,0 +1,178 @@
+// The simulator's job runs (timing only): the real pipeline's barrier decides
+// who waits, so policies, a Lua rule change and link loss all show in what the
+// ranks measured; runs are deterministic.
+#include "sim/simulation.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "testing/scratch_dir.h"
+#include "train/metrics.h"
+
+namespace serene::sim {
+namespace {
+
+constexpr size_t kMlpElements = 79510;
+
+SimulationOptions Timing(const std::string& policy, int workers = 4, int64_t steps = 60) {
+  SimulationOptions o;
+  o.workers = workers;
+  o.row_width = 4096;
+  o.policy = policy;
+  o.max_steps = steps;
+  o.eval_every = 10;
+  o.compute = {0.006, 0.05};
+  o.seed = 3;
+  return o;
+}
+
+// Every rank sleeps 4× its compute time with probability 0.3.
+SimulationOptions WithStragglers(SimulationOptions o) {
+  train::StragglerSpec s;
+  s.kind = train::StragglerKind::kSlowWorker;
+  s.probability = 0.3;
+  s.min_factor = s.max_factor = 4;
+  o.straggler = s;
+  for (int r = 0; r < o.workers; ++r) o.straggler_ranks.push_back(r);
+  return o;
+}
+
+SimulationResult Simulate(const SimulationOptions& o) {
+  TimingWork work(kMlpElements);
+  auto r = RunSimulation(o, work);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : SimulationResult();
+}
+
+double Jct(const SimulationResult& r) {
+  double jct = 0;
+  for (const auto& m : r.ranks) jct = std::max(jct, m.job_completion_s);
+  return jct;
+}
+
+double Waiting(const SimulationResult& r) {
+  double w = 0;
+  for (const auto& m : r.ranks) w += m.pull_s + m.push_s;
+  return w;
+}
+
+TEST(SimulationTest, SyncRunsEveryStepOfEveryRankThroughThePipeline) {
+  const SimulationResult r = Simulate(Timing("sync"));
+  ASSERT_EQ(r.ranks.size(), 4u);
+  const uint64_t rows = (kMlpElements + 4095) / 4096;
+  for (const auto& m : r.ranks) {
+    EXPECT_EQ(m.iterations, 60);
+    EXPECT_EQ(m.stop_reason, train::StopReason::kStepLimit);
+    // 60 steps of 6 ms ± 5 %, plus the transfers.
+    EXPECT_GT(m.job_completion_s, 60 * 0.006 * 0.95);
+    EXPECT_LT(m.job_completion_s, 60 * 0.006 * 1.05 + 0.05);
+  }
+  // The pipeline saw every INC (60 clocks + the seeding rows of rank 0) and
+  // every READ (61 pulls: the one at the step limit included), and dropped
+  // nothing: no loss, no retransmission.
+  const auto& c = r.switch_counters;
+  EXPECT_EQ(c.rx_by_op[static_cast<size_t>(proto::Op::kInc)], 4 * 60 * rows + rows);
+  EXPECT_EQ(c.rx_by_op[static_cast<size_t>(proto::Op::kRead)], 4 * 61 * rows);
+  EXPECT_EQ(c.rx_by_op[static_cast<size_t>(proto::Op::kClock)], 4 * 61u);
+  for (size_t i = 1; i < c.drops.size(); ++i) EXPECT_EQ(c.drops[i], 0u) << "drop reason " << i;
+  for (const auto& k : r.counters) {
+    EXPECT_EQ(k.read_retransmits, 0u);
+    EXPECT_EQ(k.nacks, 0u);
+  }
+  EXPECT_EQ(r.lost, 0u);
+}
+
+TEST(SimulationTest, SameOptionsGiveTheSameRunBitForBit) {
+  const SimulationOptions o = WithStragglers(Timing("ssp:3"));
+  const SimulationResult a = Simulate(o), b = Simulate(o);
+  ASSERT_EQ(a.ranks.size(), b.ranks.size());
+  for (size_t i = 0; i < a.ranks.size(); ++i) {
+    EXPECT_EQ(train::MetricsToJson(a.ranks[i]), train::MetricsToJson(b.ranks[i]));
+  }
+  EXPECT_EQ(a.events, b.events);
+  EXPECT_EQ(a.packets, b.packets);
+  // A different seed draws different stragglers.
+  SimulationOptions other = o;
+  other.seed = 4;
+  EXPECT_NE(train::MetricsToJson(Simulate(other).ranks[0]), train::MetricsToJson(a.ranks[0]));
+}
+
+TEST(SimulationTest, AWiderWindowWaitsLessUnderStragglers) {
+  const SimulationResult sync = Simulate(WithStragglers(Timing("sync")));
+  const SimulationResult ssp = Simulate(WithStragglers(Timing("ssp:10")));
+  const SimulationResult async = Simulate(WithStragglers(Timing("async")));
+  // Same straggler draws (same seed), so the sleep is the same in every run.
+  EXPECT_DOUBLE_EQ(sync.ranks[1].straggler_sleep_s, ssp.ranks[1].straggler_sleep_s);
+  EXPECT_LT(Jct(ssp), Jct(sync));
+  EXPECT_LE(Jct(async), Jct(ssp) * 1.0001);
+  EXPECT_LT(Waiting(ssp), 0.5 * Waiting(sync));
+  EXPECT_LT(Waiting(async), Waiting(ssp));
+  // Under SSP(10) no rank is ever more than 10 clocks ahead of the slowest:
+  // the switch's barrier allows nothing else, so every rank still ran every step.
+  for (const auto& m : ssp.ranks) EXPECT_EQ(m.iterations, 60);
+}
+
+TEST(SimulationTest, ARuleChangeFromALuaScriptTakesEffectInTheSimulatedSwitch) {
+  testing::ScratchDir dir("serene-sim-test");
+  const std::string script = dir.path() / "sync_then_async.lua";
+  std::ofstream(script) << "return async():at(params.at)\n";
+  SimulationOptions o = WithStragglers(Timing(script));
+  o.params = {{"at", "30"}};
+  const SimulationResult changed = Simulate(o);
+  ASSERT_EQ(changed.changes.size(), 1u);
+  EXPECT_EQ(changed.changes[0].rule, "async");
+  EXPECT_EQ(changed.changes[0].effective_clock, 30u);
+  const SimulationResult sync = Simulate(WithStragglers(Timing("sync")));
+  const SimulationResult async = Simulate(WithStragglers(Timing("async")));
+  // Half the run under each rule: between the two.
+  EXPECT_LT(Jct(changed), Jct(sync));
+  EXPECT_GT(Jct(changed), Jct(async));
+}
+
+TEST(SimulationTest, LossIsRecoveredByRetransmissionAndEveryStepStillRuns) {
+  SimulationOptions o = Timing("sync", 4, 40);
+  o.link.loss = 0.02;
+  const SimulationResult r = Simulate(o);
+  EXPECT_GT(r.lost, 0u);
+  uint64_t resent = 0;
+  for (const auto& k : r.counters)
+    resent += k.read_retransmits + k.clock_retransmits + k.incs_resent;
+  EXPECT_GT(resent, 0u);
+  for (const auto& m : r.ranks) EXPECT_EQ(m.iterations, 40);
+}
+
+TEST(SimulationTest, RefusesOptionsTheSwitchRefuses) {
+  TimingWork work(kMlpElements);
+  SimulationOptions o = Timing("ssp:x");
+  EXPECT_FALSE(RunSimulation(o, work).ok());
+  o = Timing("sync", 300);  // more ranks than the data plane holds
+  auto r = RunSimulation(o, work);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("workers"), std::string::npos) << r.status().message();
+  o = Timing("sync");
+  o.max_steps = 0;
+  EXPECT_FALSE(RunSimulation(o, work).ok());
+}
+
+TEST(SimulationTest, AJobThatCannotEndFailsAtItsVirtualDeadline) {
+  // Under SYNC, a rank stopped for a virtual hour holds its peer; the run
+  // fails when its deadline of 10 virtual seconds passes, naming the ranks.
+  SimulationOptions o = Timing("sync", 2, 20);
+  train::StragglerSpec s;
+  s.kind = train::StragglerKind::kFailure;
+  s.probability = 1;
+  s.duration_s = 3600;
+  o.straggler = s;
+  o.straggler_ranks = {1};
+  o.max_virtual_s = 10;
+  TimingWork work(kMlpElements);
+  auto r = RunSimulation(o, work);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kDeadlineExceeded);
+  EXPECT_NE(r.status().message().find("rank 1"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace serene::sim

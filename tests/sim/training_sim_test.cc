@@ -1,0 +1,106 @@
+// Training in the simulator: the real math on the real data. Under SYNC it
+// trains exactly the model real ranks train through the real serene-switch
+// (same seed, same data order, same fixed point), whatever the links lose.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sim/simulation.h"
+#include "sim/torch_work.h"
+#include "testing/switch_process.h"
+#include "tests/train/test_data.h"
+#include "train/model_layout.h"
+#include "train/serene_backend.h"
+#include "train/trainer.h"
+
+namespace serene::sim {
+namespace {
+
+using train::testing::TestSet;
+using train::testing::TrainSet;
+
+constexpr int kRanks = 2;
+constexpr int64_t kSteps = 30;
+constexpr int64_t kEvalEvery = 10;
+constexpr size_t kEvalSamples = 1000;
+
+SimulationResult Simulate(double loss, const std::string& policy = "sync") {
+  TorchWorkOptions t;
+  t.workers = kRanks;
+  t.eval_samples = kEvalSamples;
+  auto work = TorchWork::Create(t, TrainSet(), TestSet());
+  EXPECT_TRUE(work.ok()) << work.status().message();
+  SimulationOptions o;
+  o.workers = kRanks;
+  o.row_width = 256;
+  o.policy = policy;
+  o.max_steps = kSteps;
+  o.eval_every = kEvalEvery;
+  o.link.loss = loss;
+  auto r = RunSimulation(o, **work);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : SimulationResult();
+}
+
+TEST(TrainingSimTest, SimulatedRanksLearn) {
+  const SimulationResult r = Simulate(0);
+  ASSERT_EQ(r.ranks.size(), 2u);
+  const train::RunMetrics& m = r.ranks[0];
+  EXPECT_TRUE(m.evaluates);
+  EXPECT_EQ(m.iterations, kSteps);
+  ASSERT_EQ(m.timeline.size(), 4u);  // steps 0, 10, 20, 30
+  EXPECT_LT(m.timeline[3].test_loss, 0.6 * m.timeline[0].test_loss);
+  EXPECT_GT(m.final_accuracy, 0.5);
+  EXPECT_LT(m.timeline[3].train_loss, m.timeline[1].train_loss);
+}
+
+TEST(TrainingSimTest, SyncTrainsTheSameModelWhateverTheLinksLose) {
+  const SimulationResult clean = Simulate(0), lossy = Simulate(0.03);
+  EXPECT_GT(lossy.lost, 0u);
+  const auto& a = clean.ranks[0].timeline;
+  const auto& b = lossy.ranks[0].timeline;
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].accuracy, b[i].accuracy) << "point " << i;
+    EXPECT_EQ(a[i].test_loss, b[i].test_loss) << "point " << i;
+  }
+}
+
+TEST(TrainingSimTest, SyncMatchesRealRanksThroughTheRealSwitch) {
+  const SimulationResult simulated = Simulate(0);
+
+  testing::SwitchProcess sw(
+      {"--job",
+       "id=1,workers=2,elements=" + std::to_string(train::ParameterCount(train::ModelKind::kMlp)) +
+           ",row=256,key=0x7E57,policy=sync"});
+  ASSERT_TRUE(sw.ok()) << sw.output();
+  train::TrainerOptions o;
+  o.max_steps = kSteps;
+  o.eval_every = kEvalEvery;
+  o.eval_samples = kEvalSamples;
+  o.log_every = -1;
+  auto real = train::testing::TrainRanks(
+      kRanks, o, [&](int rank) -> Result<std::unique_ptr<train::Backend>> {
+        ClientOptions c;
+        c.switch_address = sw.address();
+        c.key = 0x7E57;
+        c.rank = static_cast<uint32_t>(rank);
+        c.world_size = kRanks;
+        auto b = train::SereneBackend::Connect(c, train::ParameterCount(train::ModelKind::kMlp));
+        if (!b.ok()) return b.status();
+        return std::unique_ptr<train::Backend>(std::move(*b));
+      });
+  ASSERT_TRUE(real[0].status.ok()) << real[0].status.ToString();
+  const auto& a = simulated.ranks[0].timeline;
+  const auto& b = real[0].metrics.timeline;
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].step, b[i].step);
+    EXPECT_EQ(a[i].accuracy, b[i].accuracy) << "point " << i;
+    EXPECT_NEAR(a[i].test_loss, b[i].test_loss, 1e-9) << "point " << i;
+  }
+}
+
+}  // namespace
+}  // namespace serene::sim
