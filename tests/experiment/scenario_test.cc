@@ -569,5 +569,24 @@ TEST(ScenarioTest, Slugs) {
   EXPECT_EQ(Slug("()"), "");
 }
 
+// The scenario files shipped in experiments/ load and pass every check
+// (their policy scripts included); demo.toml is the embedded default.
+TEST(ScenarioTest, ShippedScenarioFilesLoadAndValidate) {
+  const std::filesystem::path dir = std::filesystem::path(SERENE_SOURCE_DIR) / "experiments";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".toml") continue;
+    ++files;
+    SCOPED_TRACE(entry.path().string());
+    auto s = LoadScenarioFile(entry.path().string());
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_TRUE(ValidateScenario(*s).ok()) << ValidateScenario(*s).message();
+    if (entry.path().filename() == "demo.toml") {
+      EXPECT_EQ(ScenarioToToml(*s), ScenarioToToml(DefaultScenario()));
+    }
+  }
+  EXPECT_GE(files, 1);
+}
+
 }  // namespace
 }  // namespace serene::experiment
