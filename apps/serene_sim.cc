@@ -5,9 +5,11 @@
 // side like serene-experiment. Wiring only: flags -> Scenario + SimSettings
 // -> SimulateRun per run -> report files and plot. See docs/simulator.md.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -19,7 +21,9 @@
 #include "experiment/plot.h"
 #include "experiment/report.h"
 #include "experiment/scenario.h"
+#include "sim/seed_summary.h"
 #include "sim/sim_runner.h"
+#include "sim/sim_settings.h"
 #include "sim/torch_work.h"
 #include "train/fashion_mnist.h"
 
@@ -57,38 +61,41 @@ int main(int argc, char** argv) {
       "--timing-only), and a step takes the compute model's time plus the straggler\n"
       "pattern's, so results are free of this machine's noise and reproducible. Reports\n"
       "like serene-experiment (results.json/csv/md and accuracy.png in --out)."};
-  std::string out, link = "latency=5us,gbps=10,loss=0", compute = "auto";
-  std::string straggler_base = "compute", data_dir = st::DefaultDataDir();
-  double jitter = 0.05, max_virtual_s = 7 * 24 * 3600.0;
-  bool print_scenario = false, timing_only = false;
+  std::string out, data_dir = st::DefaultDataDir();
+  bool print_scenario = false;
   serene::apps::ScenarioFlags flags(
       app,
-      "Runs, comma-separated: serene:sync, serene:ssp:W, serene:async, "
-      "serene:quorum:K:L, or a policy script (policies/adaptive.lua); Gloo runs are "
-      "skipped");
-  app.add_option("--link", link,
-                 "Every rank's links: latency=DURATION,gbps=G,loss=P (default " + link + ")");
-  app.add_option("--compute-ms", compute,
-                 "Virtual time of one step's computation in ms, or auto: measured once on this "
-                 "machine (the median of 15 real steps of the model)")
-      ->capture_default_str();
-  app.add_option("--jitter", jitter, "Each step takes compute × (1 ± jitter), uniform")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.99));
-  app.add_option("--straggler-base", straggler_base,
-                 "What a slow_worker sleep is relative to: compute (the step's compute time, "
-                 "as serene-train) or iteration (the iteration without waiting, as the paper)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"compute", "iteration"}));
+      "Runs, comma-separated: serene:sync, serene:ssp:W, serene:async, serene:quorum:K:L, or a "
+      "policy script (policies/adaptive.lua); Gloo runs are skipped");
+  // Flags of the scenario's [sim] keys (sim/sim_settings.h): {flag, key, help}.
+  const std::vector<std::array<std::string, 3>> sim_flags = {
+      {"--link", "link",
+       "Every rank's links: latency=DURATION,gbps=G,loss=P (default latency=5us,gbps=10,loss=0)"},
+      {"--compute-ms", "compute_ms",
+       "Virtual time of one step's computation in ms, or auto: measured once on this machine "
+       "(the median of 15 real steps of the model) (default auto)"},
+      {"--jitter", "jitter", "Each step takes compute × (1 ± jitter), uniform (default 0.05)"},
+      {"--straggler-base", "straggler_base",
+       "What a slow_worker sleep is relative to: compute (the step's compute time, as "
+       "serene-train) or iteration (the iteration without waiting, as the paper) (default "
+       "compute)"},
+      {"--seeds", "seeds",
+       "Simulate every run once per seed, e.g. 1,2,3, and summarize mean ± sd (default: the "
+       "scenario's seed)"},
+      {"--max-virtual-s", "max_virtual_s",
+       "A run fails if it has not ended after this much virtual time (default 604800)"}};
+  std::vector<std::string> sim_values(sim_flags.size());
+  std::vector<CLI::Option*> sim_options;
+  for (size_t i = 0; i < sim_flags.size(); ++i) {
+    sim_options.push_back(app.add_option(sim_flags[i][0], sim_values[i], sim_flags[i][2]));
+  }
+  bool timing_only = false;
   app.add_flag("--timing-only", timing_only,
                "No gradients and no evaluation: barrier and policy timing only");
-  app.add_option("--max-virtual-s", max_virtual_s,
-                 "A run fails if it has not ended after this much virtual time")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
   app.add_option("--data-dir", data_dir, "Fashion-MNIST IDX directory")->capture_default_str();
   app.add_option("--out,-o", out, "Output directory (default: results/sim-<name>-<time>)");
-  app.add_flag("--print-scenario", print_scenario, "Print the scenario as TOML and exit");
+  app.add_flag("--print-scenario", print_scenario,
+               "Print the scenario (with its [sim] table) as TOML and exit");
   if (auto code = serene::apps::ParseCommandLine(app, argc, argv)) return *code;
 
   auto scenario = flags.Build();
@@ -105,50 +112,52 @@ int main(int argc, char** argv) {
         "take --link loss=P\n",
         scenario->switch_fault);
   }
+  // The [sim] table, then the flags given, key by key (kept in the table, so
+  // scenario.toml in the output repeats the run).
+  auto settings = sim::SimSettingsFromTable(scenario->sim, "the scenario");
+  if (!settings.ok()) return Fail(settings.status().message(), 2);
+  if (timing_only) sim_values.push_back("true");
+  for (size_t i = 0; i < sim_values.size(); ++i) {
+    const bool is_timing = i == sim_flags.size();
+    if (!is_timing && sim_options[i]->count() == 0) continue;
+    const std::string key = is_timing ? "timing_only" : sim_flags[i][1];
+    const std::string flag = is_timing ? "--timing-only" : sim_flags[i][0];
+    if (auto st = sim::SetSimSetting(key, sim_values[i], flag, &*settings); !st.ok()) {
+      return Fail(st.message(), 2);
+    }
+    scenario->sim[key] = sim_values[i];
+  }
   if (print_scenario) {
     fmt::print("{}", ex::ScenarioToToml(*scenario));
     return 0;
   }
 
-  sim::SimSettings settings;
-  auto link_spec = sim::LinkSpec::Parse(link);
-  if (!link_spec.ok()) return Fail("--link: " + link_spec.status().message(), 2);
-  settings.link = *link_spec;
-  settings.jitter = jitter;
-  settings.straggler_base =
-      straggler_base == "iteration" ? sim::StragglerBase::kIteration : sim::StragglerBase::kCompute;
-  settings.timing_only = timing_only;
-  settings.max_virtual_s = max_virtual_s;
-
   std::optional<st::Dataset> train, test;
-  if (!timing_only || compute == "auto") {
+  if (!settings->timing_only || !settings->compute_s) {
     auto t = st::LoadFashionMnist(data_dir, st::Split::kTrain);
     if (!t.ok()) return Fail(t.status().message(), 1);
     train = std::move(*t);
   }
-  if (!timing_only) {
+  if (!settings->timing_only) {
     auto t = st::LoadFashionMnist(data_dir, st::Split::kTest);
     if (!t.ok()) return Fail(t.status().message(), 1);
     test = std::move(*t);
   }
-  if (compute == "auto") {
+  if (!settings->compute_s) {
     sim::TorchWorkOptions t;
     t.model = scenario->model;
     t.batch = static_cast<size_t>(scenario->batch);
     t.seed = scenario->seed;
     auto measured = sim::MeasureStepSeconds(t, *train);
     if (!measured.ok()) return Fail("measuring a step: " + measured.status().message(), 1);
-    settings.compute_s = *measured;
-    fmt::print(
-        "compute model: {:.3f} ms per {} step, measured here (--compute-ms {:.3f} repeats it)\n",
-        1e3 * settings.compute_s, st::ModelKindName(scenario->model), 1e3 * settings.compute_s);
-  } else {
-    double ms = 0;
-    if (!serene::ParseDouble(compute, &ms) || ms <= 0) {
-      return Fail("--compute-ms " + compute + ": expected a time in ms > 0, or auto", 2);
-    }
-    settings.compute_s = ms * 1e-3;
+    settings->compute_s = *measured;
+    scenario->sim["compute_ms"] = fmt::format("{:.3f}", 1e3 * *measured);
+    fmt::print("compute model: {} ms per {} step, measured here (--compute-ms {} repeats it)\n",
+               scenario->sim["compute_ms"], st::ModelKindName(scenario->model),
+               scenario->sim["compute_ms"]);
   }
+  std::vector<uint64_t> seeds = settings->seeds;
+  if (seeds.empty()) seeds.push_back(scenario->seed);
 
   const std::string dir = out.empty() ? serene::apps::DefaultOutDir("sim-", *scenario) : out;
   if (auto s = ex::WriteTextFile(dir + "/scenario.toml", ex::ScenarioToToml(*scenario)); !s.ok()) {
@@ -156,42 +165,69 @@ int main(int argc, char** argv) {
   }
   fmt::print(
       "serene-sim '{}': {} x {} ranks, straggler {} on ranks {} (relative to {}), target {}, "
-      "budget {} steps; link {}; compute {:.3f} ms ± {:.0f}%{}\noutput: {}\n\n",
+      "budget {} steps; link {}; compute {:.3f} ms ± {:.0f}%{}; seeds {}\noutput: {}\n\n",
       scenario->name, scenario->workers, st::ModelKindName(scenario->model), scenario->straggler,
-      scenario->straggler_ranks, straggler_base, scenario->target_accuracy, scenario->steps,
-      settings.link.ToString(), 1e3 * settings.compute_s, 100 * jitter,
-      timing_only ? "; timing only" : "", dir);
+      scenario->straggler_ranks, sim::StragglerBaseName(settings->straggler_base),
+      scenario->target_accuracy, scenario->steps, settings->link.ToString(),
+      1e3 * *settings->compute_s, 100 * settings->jitter,
+      settings->timing_only ? "; timing only" : "", fmt::join(seeds, ","), dir);
   std::fflush(stdout);
 
   sim::SimData data{train ? &*train : nullptr, test ? &*test : nullptr};
-  std::vector<ex::RunSummary> summaries;
-  std::string stats;
-  for (size_t i = 0; i < scenario->runs.size(); ++i) {
-    fmt::print("run {}/{}: {} ...\n", i + 1, scenario->runs.size(), scenario->runs[i].label);
-    std::fflush(stdout);
-    sim::SimRunResult r = sim::SimulateRun(*scenario, i, settings, data);
-    if (r.summary.status.ok()) {
-      const std::string line = SimStatsLine(r.sim);
-      fmt::print("  JCT {:.2f} s, {} iterations (rank 0); {}\n", r.summary.jct_s,
-                 r.summary.iterations_rank0, line);
-      stats += r.summary.spec.label + ": " + line + "\n";
-      for (const std::string& l : r.sim.controller_log) stats += "  " + l + "\n";
-    } else {
-      fmt::print("  failed: {}\n", r.summary.status.message());
+  std::vector<std::vector<ex::RunSummary>> by_seed;
+  bool all_ok = true;
+  for (uint64_t seed : seeds) {
+    ex::Scenario seeded = *scenario;
+    seeded.seed = seed;
+    const std::string seed_dir = seeds.size() > 1 ? fmt::format("{}/seed-{}", dir, seed) : dir;
+    if (seeds.size() > 1) fmt::print("=== seed {} ===\n", seed);
+    std::vector<ex::RunSummary> summaries;
+    std::string stats;
+    for (size_t i = 0; i < seeded.runs.size(); ++i) {
+      fmt::print("run {}/{}: {} ...\n", i + 1, seeded.runs.size(), seeded.runs[i].label);
+      std::fflush(stdout);
+      sim::SimRunResult r = sim::SimulateRun(seeded, i, *settings, data);
+      if (r.summary.status.ok()) {
+        const std::string line = SimStatsLine(r.sim);
+        fmt::print("  JCT {:.2f} s, {} iterations (rank 0); {}\n", r.summary.jct_s,
+                   r.summary.iterations_rank0, line);
+        stats += r.summary.spec.label + ": " + line + "\n";
+        for (const std::string& l : r.sim.controller_log) stats += "  " + l + "\n";
+      } else {
+        fmt::print("  failed: {}\n", r.summary.status.message());
+        all_ok = false;
+      }
+      std::fflush(stdout);
+      summaries.push_back(std::move(r.summary));
     }
-    std::fflush(stdout);
-    summaries.push_back(std::move(r.summary));
+    ex::ComputeRatios(&summaries);
+    fmt::print("\n{}\n", ex::FormatTable(summaries));
+    if (auto s = ex::WriteReport(seed_dir, seeded, summaries); !s.ok()) return Fail(s.message(), 1);
+    if (auto s = ex::WriteTextFile(seed_dir + "/sim.txt", stats); !s.ok()) {
+      return Fail(s.message(), 1);
+    }
+    auto png = settings->timing_only
+                   ? serene::Result<std::string>(
+                         serene::Status::FailedPrecondition("no accuracy in a timing-only run"))
+                   : ex::PlotAccuracy(seed_dir, seeded, summaries);
+    fmt::print("results: {0}/results.md, {0}/results.csv, {0}/results.json, {0}/sim.txt\n",
+               seed_dir);
+    fmt::print("plot: {}\n\n", png.ok() ? *png : "skipped: " + png.status().message());
+    by_seed.push_back(std::move(summaries));
   }
-  ex::ComputeRatios(&summaries);
-  fmt::print("\n{}\n", ex::FormatTable(summaries));
-  if (auto s = ex::WriteReport(dir, *scenario, summaries); !s.ok()) return Fail(s.message(), 1);
-  if (auto s = ex::WriteTextFile(dir + "/sim.txt", stats); !s.ok()) return Fail(s.message(), 1);
-  auto png = timing_only ? serene::Result<std::string>(serene::Status::FailedPrecondition(
-                               "no accuracy in a timing-only run"))
-                         : ex::PlotAccuracy(dir, *scenario, summaries);
-  fmt::print("results: {0}/results.md, {0}/results.csv, {0}/results.json, {0}/sim.txt\n", dir);
-  fmt::print("plot: {}\n", png.ok() ? *png : "skipped: " + png.status().message());
-  const bool all_ok = std::all_of(summaries.begin(), summaries.end(),
-                                  [](const ex::RunSummary& r) { return r.status.ok(); });
+  if (seeds.size() > 1) {
+    const std::vector<sim::SeedRow> rows = sim::SummarizeSeeds(by_seed);
+    fmt::print("over {} seeds (mean ± sd; % of the first run of the same seed):\n{}\n",
+               seeds.size(), sim::SeedTable(rows));
+    const std::string title =
+        fmt::format("{}: {} x {} ranks, {} seeds", scenario->name, scenario->workers,
+                    st::ModelKindName(scenario->model), seeds.size());
+    auto png = sim::WriteSeedSummary(dir, title, rows);
+    if (!png.ok() && png.status().code() == serene::Status::Code::kIoError) {
+      return Fail(png.status().message(), 1);
+    }
+    fmt::print("summary: {0}/summary.md, {0}/summary.csv, {0}/summary.json; plot: {1}\n", dir,
+               png.ok() ? *png : "skipped: " + png.status().message());
+  }
   return all_ok ? 0 : 1;
 }

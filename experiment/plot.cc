@@ -120,6 +120,23 @@ std::string GnuplotScript(const Scenario& scenario, const std::vector<RunSummary
       marks, plots);
 }
 
+Status RunGnuplot(const std::string& dir, const std::string& script) {
+  auto gnuplot = FindOnPath("gnuplot");
+  if (!gnuplot) return Status::NotFound("gnuplot is not on PATH (Debian: gnuplot-nox)");
+  // gnuplot resolves the script's relative paths against its working
+  // directory, which ChildProcess inherits: run it through `cd` in a shell.
+  loadgen::ChildProcess child("/bin/sh",
+                              {"-c", "cd \"$0\" && exec \"$1\" \"$2\"", dir, *gnuplot, script});
+  if (!child.started()) return Status::Internal("cannot start /bin/sh to run gnuplot");
+  const auto code = child.Wait(std::chrono::seconds(60));
+  if (code != 0) {
+    return Status::Internal(fmt::format("gnuplot {}/{} failed ({}):\n{}", dir, script,
+                                        code ? "exit " + std::to_string(*code) : "timed out",
+                                        child.output()));
+  }
+  return Status::Ok();
+}
+
 Result<std::string> PlotAccuracy(const std::string& dir, const Scenario& scenario,
                                  const std::vector<RunSummary>& summaries) {
   auto gnuplot = FindOnPath("gnuplot");
@@ -140,17 +157,7 @@ Result<std::string> PlotAccuracy(const std::string& dir, const Scenario& scenari
   if (auto s = WriteTextFile(script, GnuplotScript(scenario, summaries, "accuracy.png")); !s.ok()) {
     return s;
   }
-  // gnuplot resolves the script's relative paths against its working
-  // directory, which ChildProcess inherits: run it through `cd` in a shell.
-  loadgen::ChildProcess child("/bin/sh",
-                              {"-c", "cd \"$0\" && exec \"$1\" plot/accuracy.gp", dir, *gnuplot});
-  if (!child.started()) return Status::Internal("cannot start /bin/sh to run gnuplot");
-  const auto code = child.Wait(std::chrono::seconds(60));
-  if (code != 0) {
-    return Status::Internal(fmt::format("gnuplot {} failed ({}):\n{}", script,
-                                        code ? "exit " + std::to_string(*code) : "timed out",
-                                        child.output()));
-  }
+  if (auto s = RunGnuplot(dir, "plot/accuracy.gp"); !s.ok()) return s;
   return dir + "/accuracy.png";
 }
 

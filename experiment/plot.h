@@ -25,6 +25,12 @@ namespace serene::experiment {
 // The first executable `name` in $PATH, or nullopt.
 std::optional<std::string> FindOnPath(const std::string& name);
 
+// Runs gnuplot on `script` (a path relative to `dir`) with `dir` as its
+// working directory, so the script's relative paths are dir's. Errors:
+// NotFound if gnuplot is not on PATH; Internal with its output if it fails
+// or runs over a minute.
+Status RunGnuplot(const std::string& dir, const std::string& script);
+
 // The gnuplot script that draws `summaries` from the data files
 // plot/<n>-<slug>.dat into `png` (pure; exposed for tests).
 std::string GnuplotScript(const Scenario& scenario, const std::vector<RunSummary>& summaries,

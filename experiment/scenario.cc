@@ -35,7 +35,7 @@ namespace {
 constexpr int kMaxWorkers = 256;  // ranks per switch job
 constexpr int64_t kTrainExamples = 60000;
 constexpr int64_t kTestExamples = 10000;
-constexpr uint32_t kMaxRow = 16368;  // the switch's limit (one datagram)
+constexpr uint32_t kMaxRow = 16368;      // the switch's limit (one datagram)
 constexpr int kMinControlPeriodMs = 10;  // the controller's limits
 constexpr int kMaxControlPeriodMs = 60000;
 constexpr std::string_view kScriptSuffix = ".lua";
@@ -144,6 +144,33 @@ Result<std::map<std::string, std::string>> ParseTomlParams(const toml::node& nod
     params[std::string(k.str())] = *text;
   }
   return params;
+}
+
+// The [sim] table: names to scalars as text (booleans "true"/"false", an
+// array of integers as "1,2,3"); serene-sim interprets them.
+Result<std::map<std::string, std::string>> ParseTomlSim(const toml::node& node,
+                                                        const std::string& where) {
+  const toml::table* t = node.as_table();
+  if (t == nullptr) return Status::InvalidArgument(where + ": expected a [sim] table");
+  std::map<std::string, std::string> sim;
+  for (auto&& [k, value] : *t) {
+    const std::string name(k.str());
+    std::optional<std::string> text = ScalarText(value);
+    if (auto b = value.as_boolean()) text = b->get() ? "true" : "false";
+    if (auto arr = value.as_array(); arr != nullptr && arr->is_homogeneous<int64_t>()) {
+      std::string list;
+      for (const auto& v : *arr)
+        list += (list.empty() ? "" : ",") + std::to_string(*v.value<int64_t>());
+      text = list;
+    }
+    if (!text) {
+      return Status::InvalidArgument(
+          where + "." + name + " is " + TomlTypeName(value) +
+          ", expected a number, a string, a boolean or a list of integers");
+    }
+    sim[name] = *text;
+  }
+  return sim;
 }
 
 Result<RunSpec> ParseTomlRun(const toml::table& t, const std::string& where) {
@@ -452,6 +479,12 @@ Result<Scenario> ParseScenarioToml(std::string_view text, std::string_view sourc
       }
       continue;
     }
+    if (key == "sim") {
+      auto sim = ParseTomlSim(node, where);
+      if (!sim.ok()) return sim.status();
+      s.sim = *sim;
+      continue;
+    }
     if (std::find(ScenarioKeys().begin(), ScenarioKeys().end(), key) == ScenarioKeys().end()) {
       return SetScenarioValue(key, "", src, &s);  // the "unknown setting" message
     }
@@ -580,6 +613,13 @@ std::string ScenarioToToml(const Scenario& s) {
                       key == "straggler_ranks" || key == "switch_fault" ||
                       (key == "seed" && s.seed > static_cast<uint64_t>(INT64_MAX));
     t += std::string(key) + " = " + (text ? Quoted(value) : value) + "\n";
+  }
+  if (!s.sim.empty()) {
+    t += "\n[sim]\n";
+    for (const auto& [name, value] : s.sim) {
+      const bool plain = value == "true" || value == "false";
+      t += TomlKey(name) + " = " + (plain ? value : TomlParamValue(value)) + "\n";
+    }
   }
   for (const RunSpec& run : s.runs) {
     t += "\n[[run]]\nlabel = " + Quoted(run.label) +

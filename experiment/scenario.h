@@ -109,6 +109,12 @@ struct Scenario {
   std::string switch_fault;
 
   std::vector<RunSpec> runs;  // in order; the first is the baseline of the ratios
+
+  // The [sim] table: settings only serene-sim reads (links, compute model,
+  // seeds, ...; docs/simulator.md), kept here as written (key -> text) so a
+  // scenario file serves both binaries. serene-experiment ignores them;
+  // serene-sim checks them (sim/sim_settings.h).
+  std::map<std::string, std::string> sim;
 };
 
 // The embedded default: the demo of README.md (runs SYNC, SSP(10), ADAPTIVE

@@ -14,7 +14,7 @@ Result<SimulationOptions> OptionsForRun(const experiment::Scenario& s, size_t in
     return Status::InvalidArgument("run '" + run.label +
                                    "' is a Gloo run: the simulator models the Serene switch only");
   }
-  if (!(settings.compute_s > 0)) {
+  if (!settings.compute_s || !(*settings.compute_s > 0)) {
     return Status::InvalidArgument("the compute model needs a time per step > 0 s");
   }
   SimulationOptions o;
@@ -30,7 +30,7 @@ Result<SimulationOptions> OptionsForRun(const experiment::Scenario& s, size_t in
   o.params = run.params;
   o.control_period_s = s.control_period_ms * 1e-3;
   o.link = settings.link;
-  o.compute = {settings.compute_s, settings.jitter};
+  o.compute = {*settings.compute_s, settings.jitter};
   if (s.straggler != "none") {
     auto spec = train::ParseStragglerSpec(s.straggler);
     if (!spec.ok()) return spec.status();

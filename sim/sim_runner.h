@@ -6,7 +6,8 @@
 // are serene-experiment's (docs/simulator.md).
 //
 // What only the simulator has (links, the compute model, timing-only mode)
-// is SimSettings. Gloo runs have no switch to simulate and are refused.
+// is SimSettings (sim_settings.h). Gloo runs have no switch to simulate and
+// are refused.
 #pragma once
 
 #include <optional>
@@ -15,19 +16,11 @@
 #include "common/status.h"
 #include "experiment/report.h"
 #include "experiment/scenario.h"
+#include "sim/sim_settings.h"
 #include "sim/simulation.h"
 #include "train/fashion_mnist.h"
 
 namespace serene::sim {
-
-struct SimSettings {
-  LinkSpec link;         // every rank's links
-  double compute_s = 0;  // virtual time per step (the compute model), > 0
-  double jitter = 0.05;  // compute_s × (1 ± jitter), uniform
-  StragglerBase straggler_base = StragglerBase::kCompute;
-  bool timing_only = false;  // no gradients, no evaluation
-  double max_virtual_s = 7 * 24 * 3600.0;
-};
 
 // The data the training math needs (unused when timing only).
 struct SimData {
@@ -41,7 +34,8 @@ struct SimRunResult {
 };
 
 // The simulation options of scenario run `index`. Errors: InvalidArgument for a
-// Gloo run; InvalidArgument for what the scenario's checks missed.
+// Gloo run, for settings without a compute time (measure it first) and for
+// what the scenario's checks missed.
 Result<SimulationOptions> OptionsForRun(const experiment::Scenario& scenario, size_t index,
                                         const SimSettings& settings);
 

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 namespace serene::experiment {
@@ -567,6 +568,26 @@ TEST(ScenarioTest, Slugs) {
   EXPECT_EQ(Slug("QUORUM(3,1)"), "quorum-3-1");
   EXPECT_EQ(Slug("  Gloo  "), "gloo");
   EXPECT_EQ(Slug("()"), "");
+}
+
+// The [sim] table is kept as written for serene-sim (booleans and lists of
+// integers as text) and written back; anything else in it is refused.
+TEST(ScenarioTest, SimTableIsKeptForTheSimulator) {
+  auto s = ParseScenarioToml(
+      "[sim]\ncompute_ms = 6\nseeds = [1, 2, 3]\ntiming_only = true\nlink = \"gbps=1\"\n", "t.toml");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->sim, (std::map<std::string, std::string>{
+                        {"compute_ms", "6"}, {"seeds", "1,2,3"}, {"timing_only", "true"},
+                        {"link", "gbps=1"}}));
+  auto again = ParseScenarioToml(ScenarioToToml(*s), "again");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->sim, s->sim);
+  EXPECT_EQ(ScenarioToToml(DefaultScenario()).find("[sim]"), std::string::npos);
+  auto bad = ParseScenarioToml("[sim]\nlink = { gbps = 1 }\n", "t.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("t.toml: sim.link"), std::string::npos)
+      << bad.status().message();
+  EXPECT_FALSE(ParseScenarioToml("sim = 3\n", "t.toml").ok());
 }
 
 // The scenario files shipped in experiments/ load and pass every check

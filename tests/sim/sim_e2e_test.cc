@@ -66,6 +66,26 @@ TEST(SimE2eTest, QuickScenarioReportsEverySereneRunReproducibly) {
   }
 }
 
+TEST(SimE2eTest, SeedsAreSimulatedApartAndSummarized) {
+  testing::ScratchDir dir("serene-sim-e2e");
+  const fs::path out = dir.path() / "out";
+  const auto [code, output] =
+      RunSim({"--quick", "--timing-only", "--compute-ms", "5", "--seeds", "4,5", "--runs",
+              "serene:sync,serene:async", "--out", out.string()});
+  ASSERT_EQ(code, 0) << output;
+  EXPECT_TRUE(fs::exists(out / "seed-4" / "results.json"));
+  EXPECT_TRUE(fs::exists(out / "seed-5" / "results.json"));
+  const auto j = nlohmann::json::parse(Slurp(out / "summary.json"));
+  ASSERT_EQ(j["runs"].size(), 2u);
+  EXPECT_EQ(j["runs"][0]["seeds"], 2);
+  EXPECT_EQ(j["runs"][0]["jct_pct_of_baseline"]["mean"], 100.0);
+  EXPECT_LT(j["runs"][1]["wait_pct_of_baseline"]["mean"].get<double>(), 100.0);
+  // The output's scenario.toml repeats the run: it carries the [sim] settings.
+  const std::string toml = Slurp(out / "scenario.toml");
+  EXPECT_NE(toml.find("seeds = \"4,5\""), std::string::npos) << toml;
+  EXPECT_NE(toml.find("timing_only = true"), std::string::npos) << toml;
+}
+
 TEST(SimE2eTest, BadFlagsAreRefusedWithTheValue) {
   // {flag, value, what the message must say}
   const std::vector<std::array<std::string, 3>> cases = {{"--link", "gbps=-1", "gbps=-1"},
