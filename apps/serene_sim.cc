@@ -77,8 +77,8 @@ int main(int argc, char** argv) {
       {"--jitter", "jitter", "Each step takes compute × (1 ± jitter), uniform (default 0.05)"},
       {"--straggler-base", "straggler_base",
        "What a slow_worker sleep is relative to: compute (the step's compute time, as "
-       "serene-train) or iteration (the iteration without waiting, as the paper) (default "
-       "compute)"},
+       "serene-train), iteration (the iteration without waiting, as the paper) or "
+       "wall_iteration (the whole iteration, waiting included) (default compute)"},
       {"--seeds", "seeds",
        "Simulate every run once per seed, e.g. 1,2,3, and summarize mean ± sd (default: the "
        "scenario's seed)"},

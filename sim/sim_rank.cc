@@ -217,6 +217,7 @@ void SimRank::OnRelease(const proto::PacketView& p) {
   m_.push_s += push_s;
   m_.barrier_wait_s += barrier_s;
   last_push_outside_barrier_s_ = push_s - barrier_s;
+  last_push_s_ = push_s;
   if (finished_seen_) return Stop(train::StopReason::kFinishedByPeer, false);
   ++m_.iterations;
   loss_sum_ += step_loss_;
@@ -296,9 +297,12 @@ void SimRank::AfterPull() {
   m_.compute_s += compute_s;
   double sleep_s = 0;
   if (straggler_) {
-    const double base = o_.straggler_base == StragglerBase::kIteration
-                            ? last_pull_s_ + compute_s + last_push_outside_barrier_s_
-                            : compute_s;
+    double base = compute_s;
+    if (o_.straggler_base == StragglerBase::kIteration) {
+      base = last_pull_s_ + compute_s + last_push_outside_barrier_s_;
+    } else if (o_.straggler_base == StragglerBase::kWallIteration) {
+      base = last_pull_s_ + compute_s + last_push_s_;
+    }
     sleep_s = straggler_->NextDelay(base);
     m_.straggler_sleep_s += sleep_s;
     m_.slowed_iterations = straggler_->delayed_iterations();

@@ -47,9 +47,11 @@ struct ComputeModel {
 // What the straggler pattern's sleep is relative to (train/straggler.h hands
 // its injector a time per iteration and keeps the running mean of it).
 enum class StragglerBase {
-  kCompute,    // the step's compute time (what serene-train does)
-  kIteration,  // the iteration without waiting for others: pull + compute +
-               // the last push's time outside the barrier (the paper's choice)
+  kCompute,        // the step's compute time (what serene-train does)
+  kIteration,      // the iteration without waiting for others: pull + compute +
+                   // the last push's time outside the barrier (the paper's choice)
+  kWallIteration,  // the whole iteration as a wall clock sees it, waiting for
+                   // others included: pull + compute + the last push
 };
 
 struct RankOptions {
@@ -156,6 +158,7 @@ class SimRank {
   SimTime clock_sent_ = 0;
   double last_pull_s_ = 0;
   double last_push_outside_barrier_s_ = 0;
+  double last_push_s_ = 0;
   double step_loss_ = 0;  // the step in flight's, counted when its push completes
   double loss_sum_ = 0;
   int64_t loss_count_ = 0;

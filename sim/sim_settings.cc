@@ -14,7 +14,15 @@ const std::vector<std::string_view>& SimSettingKeys() {
 }
 
 std::string_view StragglerBaseName(StragglerBase base) {
-  return base == StragglerBase::kIteration ? "iteration" : "compute";
+  switch (base) {
+    case StragglerBase::kIteration:
+      return "iteration";
+    case StragglerBase::kWallIteration:
+      return "wall_iteration";
+    case StragglerBase::kCompute:
+      break;
+  }
+  return "compute";
 }
 
 Status SetSimSetting(std::string_view key, std::string_view value, const std::string& where,
@@ -45,8 +53,10 @@ Status SetSimSetting(std::string_view key, std::string_view value, const std::st
       s->straggler_base = StragglerBase::kCompute;
     } else if (value == "iteration") {
       s->straggler_base = StragglerBase::kIteration;
+    } else if (value == "wall_iteration") {
+      s->straggler_base = StragglerBase::kWallIteration;
     } else {
-      return bad("compute or iteration");
+      return bad("compute, iteration or wall_iteration");
     }
   } else if (key == "timing_only") {
     if (value != "true" && value != "false") return bad("true or false");

@@ -33,7 +33,7 @@ struct SimSettings {
 const std::vector<std::string_view>& SimSettingKeys();
 
 // Sets one key from text ("link" "latency=5us,gbps=10", "compute_ms" "6" or
-// "auto", "jitter" "0.05", "straggler_base" "compute"|"iteration",
+// "auto", "jitter" "0.05", "straggler_base" "compute"|"iteration"|"wall_iteration",
 // "timing_only" "true"|"false", "seeds" "1,2,3", "max_virtual_s" "3600").
 // `where` names the setting in errors. Errors: InvalidArgument naming
 // `where`, the value and what is expected; an unknown key lists the keys.
@@ -44,7 +44,7 @@ Status SetSimSetting(std::string_view key, std::string_view value, const std::st
 Result<SimSettings> SimSettingsFromTable(const std::map<std::string, std::string>& table,
                                          const std::string& source);
 
-// "compute" or "iteration".
+// "compute", "iteration" or "wall_iteration".
 std::string_view StragglerBaseName(StragglerBase base);
 
 }  // namespace serene::sim

@@ -31,6 +31,10 @@ TEST(SimSettingsTest, DefaultsAndEveryKey) {
   EXPECT_TRUE(s->timing_only);
   EXPECT_EQ(s->seeds, (std::vector<uint64_t>{3, 1, 2}));
   EXPECT_EQ(s->max_virtual_s, 60);
+  SimSettings w;
+  ASSERT_TRUE(SetSimSetting("straggler_base", "wall_iteration", "x", &w).ok());
+  EXPECT_EQ(w.straggler_base, StragglerBase::kWallIteration);
+  EXPECT_EQ(StragglerBaseName(w.straggler_base), "wall_iteration");
 }
 
 TEST(SimSettingsTest, BadValuesAreRefusedNamingWhereAndWhat) {

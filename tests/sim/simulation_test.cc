@@ -114,6 +114,26 @@ TEST(SimulationTest, AWiderWindowWaitsLessUnderStragglers) {
   for (const auto& m : ssp.ranks) EXPECT_EQ(m.iterations, 60);
 }
 
+// Sleeps relative to the wall-clock iteration grow with the waiting: SYNC,
+// which waits most, gets longer sleeps and falls further behind ASYNC than
+// with sleeps relative to the iteration without waiting (docs/results.md).
+TEST(SimulationTest, WallClockSleepsPenalizeTheRunThatWaits) {
+  auto run = [&](const std::string& policy, StragglerBase base) {
+    SimulationOptions o = WithStragglers(Timing(policy));
+    o.straggler->min_factor = 0.5;
+    o.straggler->max_factor = 2;
+    o.straggler_base = base;
+    return Simulate(o);
+  };
+  const double fair = Jct(run("async", StragglerBase::kIteration)) /
+                      Jct(run("sync", StragglerBase::kIteration));
+  const SimulationResult wall_sync = run("sync", StragglerBase::kWallIteration);
+  const double wall = Jct(run("async", StragglerBase::kWallIteration)) / Jct(wall_sync);
+  EXPECT_LT(wall, fair - 0.05) << "fair " << fair << ", wall " << wall;
+  EXPECT_GT(wall_sync.ranks[0].straggler_sleep_s,
+            run("sync", StragglerBase::kIteration).ranks[0].straggler_sleep_s);
+}
+
 TEST(SimulationTest, ARuleChangeFromALuaScriptTakesEffectInTheSimulatedSwitch) {
   testing::ScratchDir dir("serene-sim-test");
   const std::string script = dir.path() / "sync_then_async.lua";
