@@ -39,16 +39,17 @@ int Fail(const std::string& message, int code) {
 }
 
 std::string SimStatsLine(const sim::SimulationResult& r) {
-  uint64_t read_rtx = 0, clock_rtx = 0, nacks = 0;
+  uint64_t read_rtx = 0, clock_rtx = 0, nacks = 0, rejoins = 0;
   for (const sim::RankCounters& c : r.counters) {
     read_rtx += c.read_retransmits;
     clock_rtx += c.clock_retransmits;
     nacks += c.nacks;
+    rejoins += c.rejoins;
   }
   return fmt::format(
       "{:.1f} s of virtual time, {} events, {} packets ({} lost); READs re-sent {}, "
-      "CLOCKs re-sent {}, NACKs {}",
-      r.virtual_s, r.events, r.packets, r.lost, read_rtx, clock_rtx, nacks);
+      "CLOCKs re-sent {}, NACKs {}; evictions {}, rejoins {}",
+      r.virtual_s, r.events, r.packets, r.lost, read_rtx, clock_rtx, nacks, r.evictions, rejoins);
 }
 
 }  // namespace
@@ -82,6 +83,9 @@ int main(int argc, char** argv) {
       {"--seeds", "seeds",
        "Simulate every run once per seed, e.g. 1,2,3, and summarize mean ± sd (default: the "
        "scenario's seed)"},
+      {"--evict-after-s", "evict_after_s",
+       "The switch evicts a rank silent this many virtual seconds; it JOINs again when it wakes "
+       "(default 10, as serene-switch; 0 = never)"},
       {"--max-virtual-s", "max_virtual_s",
        "A run fails if it has not ended after this much virtual time (default 604800)"}};
   std::vector<std::string> sim_values(sim_flags.size());

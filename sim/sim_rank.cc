@@ -87,6 +87,7 @@ void SimRank::OnTimer(uint64_t generation) {
   if (generation != timer_generation_ || !status_.ok()) return;
   switch (phase_) {
     case Phase::kJoin:
+    case Phase::kRejoin:
       SendRequest(Op::kJoin, 0, 0, proto::flags::kRetransmit);
       ArmTimer(o_.rto);
       return;
@@ -142,23 +143,51 @@ void SimRank::OnPacket(std::span<const uint8_t> datagram) {
       }
       return;
     case Op::kError: {
-      const int32_t code = p.header.count > 0 ? p.Value(0) : 0;
+      const auto code = static_cast<proto::ErrorCode>(p.header.count > 0 ? p.Value(0) : 0);
+      // Evicted (silent too long, see SimulationOptions::evict_after_s): JOIN
+      // again and resume where the switch says, as the client library does.
+      if (code == proto::ErrorCode::kEvicted &&
+          (phase_ == Phase::kPull || phase_ == Phase::kClockWait)) {
+        return Rejoin();
+      }
       return Fail(Status::Internal(
-          "rank " + std::to_string(o_.rank) + " got ERROR " +
-          std::string(proto::ErrorName(static_cast<proto::ErrorCode>(code))) + " at clock " +
-          std::to_string(p.header.clock) + " row " + std::to_string(p.header.row)));
+          "rank " + std::to_string(o_.rank) + " got ERROR " + std::string(proto::ErrorName(code)) +
+          " at clock " + std::to_string(p.header.clock) + " row " + std::to_string(p.header.row)));
     }
     default:
       return;
   }
 }
 
+void SimRank::Rejoin() {
+  ++counters_.rejoins;
+  phase_ = Phase::kRejoin;
+  SendRequest(Op::kJoin, 0, 0, 0);
+  ArmTimer(o_.rto);
+}
+
 void SimRank::OnJoinAck(const proto::PacketView& p) {
-  if (phase_ != Phase::kJoin) return;  // a duplicate
+  if (phase_ != Phase::kJoin && phase_ != Phase::kRejoin) return;  // a duplicate
   if (p.header.count < proto::join_ack::kCount) {
     return Fail(Status::Internal("JOIN_ACK too short"));
   }
   const uint32_t done = static_cast<uint32_t>(p.Value(proto::join_ack::kDone));
+  if (phase_ == Phase::kRejoin) {
+    // Live again, at max(own done, the slowest live rank's done): the step
+    // in flight is lost (its INCs were dropped while the rank was evicted).
+    if ((p.header.flags & proto::flags::kWaiting) != 0) {
+      clock_ = done;
+      rows_sent_ = 0;
+      phase_ = Phase::kClockWait;
+      clock_sent_ = push_start_ = events_.now();
+      SendClock(/*retransmit=*/true);  // CLOCK(done) asks for its RELEASE
+      backoff_ = o_.rto;
+      ArmTimer(backoff_);
+      return;
+    }
+    clock_ = done;
+    return BeginIteration();
+  }
   if (done != proto::kNoClock) {
     return Fail(Status::FailedPrecondition("rank " + std::to_string(o_.rank) +
                                            " joined a job that is not fresh"));

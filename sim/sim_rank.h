@@ -10,6 +10,9 @@
 //         CLOCK(t) -> RELEASE(t) | NACK -> re-send the rows it lists, CLOCK
 //   stop: LEAVE (FINISHED if this rank reached the target) until its reply.
 //
+// A rank the switch evicted (silent too long) JOINs again on the ERROR and
+// resumes where the JOIN_ACK says, its step in flight lost.
+//
 // READs, CLOCKs, JOINs and LEAVEs are re-sent after a retransmission timeout
 // (CLOCKs with exponential back-off while the barrier holds the rank); INCs
 // only when a NACK lists them. Packets are real wire-format datagrams handed
@@ -79,6 +82,7 @@ struct RankCounters {
   uint64_t clock_retransmits = 0;
   uint64_t nacks = 0;
   uint64_t incs_resent = 0;
+  uint64_t rejoins = 0;  // JOINs after the switch evicted the rank
 };
 
 class SimRank {
@@ -102,7 +106,7 @@ class SimRank {
   SimTime origin() const { return origin_; }
 
  private:
-  enum class Phase { kJoin, kClockWait, kPull, kCompute, kLeaving, kDone };
+  enum class Phase { kJoin, kRejoin, kClockWait, kPull, kCompute, kLeaving, kDone };
 
   void SendRequest(proto::Op op, uint32_t clock, uint32_t row, uint16_t flags,
                    std::span<const int32_t> values = {});
@@ -113,6 +117,7 @@ class SimRank {
   void ArmTimer(SimTime delay);
   void OnTimer(uint64_t generation);
 
+  void Rejoin();
   void OnJoinAck(const proto::PacketView& p);
   void OnRelease(const proto::PacketView& p);
   void OnNack(const proto::PacketView& p);

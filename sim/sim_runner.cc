@@ -45,6 +45,7 @@ Result<SimulationOptions> OptionsForRun(const experiment::Scenario& s, size_t in
   o.eval_every = s.eval_every;
   o.seed = s.seed;
   o.max_virtual_s = settings.max_virtual_s;
+  o.evict_after_s = settings.evict_after_s;
   return o;
 }
 

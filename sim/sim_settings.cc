@@ -8,8 +8,9 @@
 namespace serene::sim {
 
 const std::vector<std::string_view>& SimSettingKeys() {
-  static const std::vector<std::string_view> kKeys = {
-      "link", "compute_ms", "jitter", "straggler_base", "timing_only", "seeds", "max_virtual_s"};
+  static const std::vector<std::string_view> kKeys = {"link",           "compute_ms",   "jitter",
+                                                      "straggler_base", "timing_only",  "seeds",
+                                                      "max_virtual_s",  "evict_after_s"};
   return kKeys;
 }
 
@@ -81,6 +82,10 @@ Status SetSimSetting(std::string_view key, std::string_view value, const std::st
   } else if (key == "max_virtual_s") {
     if (!ParseDouble(value, &s->max_virtual_s) || s->max_virtual_s <= 0) {
       return bad("a number of virtual seconds > 0");
+    }
+  } else if (key == "evict_after_s") {
+    if (!ParseDouble(value, &s->evict_after_s) || s->evict_after_s < 0 || s->evict_after_s > 3600) {
+      return bad("seconds of silence before the switch evicts a rank, 0..3600 (0 = never)");
     }
   } else {
     std::string keys;

@@ -27,6 +27,7 @@ struct SimSettings {
   bool timing_only = false;                // timing_only: no gradients, no evaluation
   std::vector<uint64_t> seeds;             // seeds: one simulation per seed; empty = the scenario's
   double max_virtual_s = 7 * 24 * 3600.0;  // max_virtual_s: a run's virtual deadline
+  double evict_after_s = 10;  // evict_after_s: the switch evicts a rank silent this long; 0 = never
 };
 
 // The keys, in documentation order.
@@ -34,7 +35,7 @@ const std::vector<std::string_view>& SimSettingKeys();
 
 // Sets one key from text ("link" "latency=5us,gbps=10", "compute_ms" "6" or
 // "auto", "jitter" "0.05", "straggler_base" "compute"|"iteration"|"wall_iteration",
-// "timing_only" "true"|"false", "seeds" "1,2,3", "max_virtual_s" "3600").
+// "timing_only" "true"|"false", "seeds" "1,2,3", "max_virtual_s" "3600", "evict_after_s" "10").
 // `where` names the setting in errors. Errors: InvalidArgument naming
 // `where`, the value and what is expected; an unknown key lists the keys.
 Status SetSimSetting(std::string_view key, std::string_view value, const std::string& where,

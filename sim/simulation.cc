@@ -65,7 +65,7 @@ class World {
     job.row_width = o_.row_width;
     job.scale_log2 = o_.scale_log2;
     job.key = kKey;
-    job.evict_after_ms = 0;  // the simulator never evicts (docs/simulator.md)
+    job.evict_after_ms = static_cast<uint32_t>(o_.evict_after_s * 1e3 + 0.5);
     const bool script = o_.policy.ends_with(".lua");
     if (!script) {
       auto p = dataplane::BarrierParams::Parse(o_.policy);
@@ -112,6 +112,7 @@ class World {
     if (controller_) controller_->Start(0);
     for (auto& r : ranks_) r->Start();
     if (controller_ && controller_->adaptive()) ScheduleTick();
+    if (o_.evict_after_s > 0) ScheduleEvictionSweep();
     const SimTime limit = FromSeconds(o_.max_virtual_s);
     while (!AllDone()) {
       if (!events_.RunNext()) return Stalled("no event is pending");
@@ -149,6 +150,27 @@ class World {
       if (AllDone()) return;
       controller_->Tick(events_.now());
       ScheduleTick();
+    });
+  }
+
+  // The daemon's silence evictor, in virtual time: every live rank silent for
+  // evict_after_s is evicted through the pipeline, and the RELEASEs that
+  // unblocks are delivered.
+  void ScheduleEvictionSweep() {
+    events_.After(FromSeconds(o_.evict_check_s), [this] {
+      if (AllDone()) return;
+      const auto limit = static_cast<uint64_t>(FromSeconds(o_.evict_after_s));
+      for (int r = 0; r < o_.workers; ++r) {
+        evict_out_.Clear();
+        auto evicted =
+            pipeline_.EvictIfSilent(kJob, static_cast<uint16_t>(r), limit,
+                                    static_cast<dataplane::Timestamp>(events_.now()), &evict_out_);
+        if (evicted.ok() && *evicted) {
+          ++evictions_;
+          Route(evict_out_);
+        }
+      }
+      ScheduleEvictionSweep();
     });
   }
 
@@ -198,6 +220,7 @@ class World {
     res.virtual_s = ToSeconds(last);
     res.events = events_.executed();
     res.packets = packets_;
+    res.evictions = evictions_;
     for (const Link& l : up_) res.lost += l.lost();
     for (const Link& l : down_) res.lost += l.lost();
     return res;
@@ -208,6 +231,8 @@ class World {
   EventQueue events_;
   dataplane::Pipeline pipeline_{/*incarnation_seed=*/0};
   dataplane::Output out_ = dataplane::Output::ForBatch(1);
+  dataplane::Output evict_out_ = dataplane::Output::ForBatch(1);
+  uint64_t evictions_ = 0;
   std::unique_ptr<SimController> controller_;
   std::vector<Link> up_, down_;
   std::vector<std::unique_ptr<SimRank>> ranks_;
@@ -219,6 +244,9 @@ class World {
 Result<SimulationResult> RunSimulation(const SimulationOptions& options, RankWork& work) {
   if (options.workers < 1) return Status::InvalidArgument("workers must be >= 1");
   if (options.eval_every < 1) return Status::InvalidArgument("eval_every must be >= 1");
+  if (options.evict_after_s < 0 || options.evict_after_s > 3600 || options.evict_check_s <= 0) {
+    return Status::InvalidArgument("evict_after_s must be 0..3600 and evict_check_s > 0");
+  }
   if (options.max_steps < 1 && options.target_accuracy <= 0) {
     return Status::InvalidArgument("set max_steps or a target accuracy: the job would never end");
   }

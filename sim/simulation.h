@@ -47,6 +47,13 @@ struct SimulationOptions {
   std::vector<int> straggler_ranks;
   StragglerBase straggler_base = StragglerBase::kCompute;
 
+  // The switch daemon's silence eviction (switch/silence_evictor.h): a
+  // joined rank silent this long is evicted, checked every evict_check_s;
+  // 0 = never. A rank computing or sleeping sends nothing, so this must stay
+  // well above a step (the daemon's default is 10 s).
+  double evict_after_s = 10;
+  double evict_check_s = 0.5;
+
   int64_t max_steps = 3000;
   double target_accuracy = 0;  // 0 = never
   int64_t eval_every = 25;
@@ -75,6 +82,7 @@ struct SimulationResult {
   uint64_t events = 0;
   uint64_t packets = 0;  // datagrams on every link, both directions
   uint64_t lost = 0;
+  uint64_t evictions = 0;  // ranks the silence eviction took out of the barrier
 };
 
 // Runs one job to its end. Errors: InvalidArgument for options the pipeline

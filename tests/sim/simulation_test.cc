@@ -125,8 +125,8 @@ TEST(SimulationTest, WallClockSleepsPenalizeTheRunThatWaits) {
     o.straggler_base = base;
     return Simulate(o);
   };
-  const double fair = Jct(run("async", StragglerBase::kIteration)) /
-                      Jct(run("sync", StragglerBase::kIteration));
+  const double fair =
+      Jct(run("async", StragglerBase::kIteration)) / Jct(run("sync", StragglerBase::kIteration));
   const SimulationResult wall_sync = run("sync", StragglerBase::kWallIteration);
   const double wall = Jct(run("async", StragglerBase::kWallIteration)) / Jct(wall_sync);
   EXPECT_LT(wall, fair - 0.05) << "fair " << fair << ", wall " << wall;
@@ -163,6 +163,29 @@ TEST(SimulationTest, LossIsRecoveredByRetransmissionAndEveryStepStillRuns) {
   for (const auto& m : r.ranks) EXPECT_EQ(m.iterations, 40);
 }
 
+// A rank that stops for a minute is evicted after evict_after_s of silence,
+// the others go on without it, and it JOINs again when it wakes and finishes.
+TEST(SimulationTest, ASilentRankIsEvictedAndRejoins) {
+  SimulationOptions o = Timing("sync", 3, 200);
+  train::StragglerSpec s;
+  s.kind = train::StragglerKind::kFailure;
+  s.probability = 0.05;
+  s.duration_s = 60;
+  o.straggler = s;
+  o.straggler_ranks = {2};
+  o.evict_after_s = 2;
+  const SimulationResult r = Simulate(o);
+  ASSERT_EQ(r.ranks.size(), 3u);
+  EXPECT_EQ(r.evictions, 1u);
+  EXPECT_EQ(r.counters[2].rejoins, 1u);
+  EXPECT_EQ(r.counters[0].rejoins, 0u);
+  // Ranks 0 and 1 waited 2 s at most, not the minute.
+  EXPECT_LT(r.ranks[0].job_completion_s, 200 * 0.0065 + 3);
+  // Rank 2 resumed from the others' clock: it finished its budget after them.
+  EXPECT_GT(r.ranks[2].job_completion_s, 60);
+  for (const auto& m : r.ranks) EXPECT_EQ(m.stop_reason, train::StopReason::kStepLimit);
+}
+
 TEST(SimulationTest, RefusesOptionsTheSwitchRefuses) {
   TimingWork work(kMlpElements);
   SimulationOptions o = Timing("ssp:x");
@@ -187,6 +210,7 @@ TEST(SimulationTest, AJobThatCannotEndFailsAtItsVirtualDeadline) {
   o.straggler = s;
   o.straggler_ranks = {1};
   o.max_virtual_s = 10;
+  o.evict_after_s = 0;  // no silence eviction: nothing lets rank 0 go on
   TimingWork work(kMlpElements);
   auto r = RunSimulation(o, work);
   ASSERT_FALSE(r.ok());
