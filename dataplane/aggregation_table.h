@@ -16,7 +16,9 @@
 // Additions saturate at the int32 range; each clamp is counted and marks the
 // job saturated, which every reply then reports.
 //
-// REQUIRES: the caller holds job.mu.
+// REQUIRES: the caller holds job.mu exclusive, or shared and the row's
+// stripe (job.row_locks): every function here touches one row's registers
+// and otherwise writes only Relaxed counters and flags.
 #pragma once
 
 #include <cstdint>

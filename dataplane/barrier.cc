@@ -69,10 +69,10 @@ void Release(JobState& job, uint32_t i, Timestamp now, Output* out) {
   job.waiting.reset(i);
   w.released = true;
   w.release_epoch = BankFor(job, w.done).epoch;
-  w.counters.wait_ns += Elapsed(w.wait_since, now);
+  w.counters.wait_ns.AddExclusive(Elapsed(w.wait_since, now));
   w.released_at = now;
-  ++w.counters.releases;
-  ++job.counters.releases;
+  w.counters.releases.AddExclusive(1);
+  job.counters.releases.AddExclusive(1);
   if (proto::ClockDiff(w.done, job.max_released) > 0) job.max_released = w.done;
   SendRelease(job, i, w.local, out);  // from the address the rank's JOIN reached
 }
@@ -146,7 +146,7 @@ void CompleteClock(JobState& job, uint32_t worker, uint32_t clock, Timestamp now
   w.released = false;
   w.wait_since = now;
   w.rows_this_clock = 0;
-  ++w.counters.clocks;
+  w.counters.clocks.AddExclusive(1);
   job.waiting.set(worker);
 }
 

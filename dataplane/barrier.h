@@ -13,7 +13,7 @@
 // or the quorum clock, which eligibility depends on (ReleaseAfterClock), so
 // a SYNC round of N ranks costs O(N), not O(N^2).
 //
-// REQUIRES: the caller holds job.mu.
+// REQUIRES: the caller holds job.mu exclusive.
 #pragma once
 
 #include <cstdint>

@@ -55,32 +55,56 @@ inline constexpr size_t kNumDropReasons = static_cast<size_t>(DropReason::kCount
 
 std::string_view DropReasonName(DropReason r);
 
-// Counters of one rank.
-struct WorkerCounters {
-  uint64_t joins = 0;
-  uint64_t reads = 0;
-  uint64_t incs_applied = 0;
-  uint64_t incs_duplicate = 0;  // INC rows already applied (retransmissions)
-  uint64_t clocks = 0;          // CLOCKs that completed a clock
-  uint64_t clock_retransmits = 0;  // CLOCKs for the clock already completed
-  uint64_t nacks = 0;
-  uint64_t releases = 0;
-  uint64_t errors = 0;          // ERROR replies sent to this rank
-  uint64_t wait_ns = 0;         // total time between completing a clock and its RELEASE
-  uint64_t evictions = 0;       // times the rank was taken out of the barrier (evict or LEAVE)
-};
+// Counters of one rank. `Count` is uint64_t in snapshots (telemetry) and
+// Relaxed<uint64_t> in the job's registers, which INC and READ of several
+// switch threads update at once (job_state.h).
+template <class Count>
+struct BasicWorkerCounters {
+  Count joins = 0;
+  Count reads = 0;
+  Count incs_applied = 0;
+  Count incs_duplicate = 0;  // INC rows already applied (retransmissions)
+  Count clocks = 0;          // CLOCKs that completed a clock
+  Count clock_retransmits = 0;  // CLOCKs for the clock already completed
+  Count nacks = 0;
+  Count releases = 0;
+  Count errors = 0;          // ERROR replies sent to this rank
+  Count wait_ns = 0;         // total time between completing a clock and its RELEASE
+  Count evictions = 0;       // times the rank was taken out of the barrier (evict or LEAVE)
 
-// Counters of one job.
-struct JobCounters {
-  std::array<uint64_t, proto::kMaxOp + 1> rx_by_op = {};  // authenticated packets, by op
-  std::array<uint64_t, kNumDropReasons> drops = {};       // by reason
-  uint64_t saturations = 0;  // values clamped to the int32 range (additions, live reads)
-  uint64_t folds = 0;        // pending rows folded into the visible model
-  uint64_t releases = 0;
-  uint64_t nacks = 0;
-  uint64_t errors = 0;
-  uint64_t swaps = 0;        // policy bank flips
+  BasicWorkerCounters() = default;
+  // A copy of counters of another count type (registers <-> snapshot).
+  template <class Other>
+  explicit BasicWorkerCounters(const BasicWorkerCounters<Other>& o)
+      : joins(o.joins), reads(o.reads), incs_applied(o.incs_applied),
+        incs_duplicate(o.incs_duplicate), clocks(o.clocks),
+        clock_retransmits(o.clock_retransmits), nacks(o.nacks), releases(o.releases),
+        errors(o.errors), wait_ns(o.wait_ns), evictions(o.evictions) {}
 };
+using WorkerCounters = BasicWorkerCounters<uint64_t>;
+
+// Counters of one job; `Count` as for BasicWorkerCounters.
+template <class Count>
+struct BasicJobCounters {
+  std::array<Count, proto::kMaxOp + 1> rx_by_op = {};  // authenticated packets, by op
+  std::array<Count, kNumDropReasons> drops = {};       // by reason
+  Count saturations = 0;  // values clamped to the int32 range (additions, live reads)
+  Count folds = 0;        // pending rows folded into the visible model
+  Count releases = 0;
+  Count nacks = 0;
+  Count errors = 0;
+  Count swaps = 0;        // policy bank flips
+
+  BasicJobCounters() = default;
+  template <class Other>
+  explicit BasicJobCounters(const BasicJobCounters<Other>& o)
+      : saturations(o.saturations), folds(o.folds), releases(o.releases), nacks(o.nacks),
+        errors(o.errors), swaps(o.swaps) {
+    for (size_t i = 0; i < rx_by_op.size(); ++i) rx_by_op[i] = o.rx_by_op[i];
+    for (size_t i = 0; i < drops.size(); ++i) drops[i] = o.drops[i];
+  }
+};
+using JobCounters = BasicJobCounters<uint64_t>;
 
 // Counters of packets that could not be attributed to a job.
 struct GlobalCounters {

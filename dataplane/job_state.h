@@ -8,20 +8,29 @@
 // path. The stages (aggregation_table, barrier, policy_banks, membership)
 // are free functions over this struct, like P4 controls over registers.
 //
-// Thread safety: guarded by `mu`; the Pipeline takes it for every packet and
-// every control operation on the job.
+// Thread safety (the Pipeline takes the locks):
+// - INC and READ hold `mu` shared and their row's stripe (`row_locks`), so
+//   packets of different rows proceed in parallel on the switch's threads.
+//   The stripe guards the row's registers: visible and pending values,
+//   pending_clock[r] and every rank's inc_tag for the row. The registers
+//   they write that are not per row are Relaxed (atomic): the counters, a
+//   rank's last_seen and rows_this_clock, `saturated`. Everything else they
+//   only read.
+// - Every other packet (JOIN, CLOCK, LEAVE) and every control operation holds
+//   `mu` exclusive and may touch any register.
 #pragma once
 
 #include <array>
 #include <bitset>
 #include <cstdint>
-#include <mutex>
 #include <vector>
 
 #include "dataplane/barrier_params.h"
 #include "dataplane/consts.h"
 #include "dataplane/counters.h"
 #include "dataplane/job_config.h"
+#include "dataplane/job_locks.h"
+#include "dataplane/relaxed.h"
 #include "proto/endpoint.h"
 #include "proto/packet.h"
 
@@ -33,10 +42,10 @@ struct WorkerRegs {
   bool released = true;       // in clock done+1 (false: waiting for RELEASE of `done`)
   bool joined = false;        // has an address
   bool live = true;           // counts in the barrier (false after evict/leave)
-  uint32_t rows_this_clock = 0;  // distinct INC rows applied at clock done+1
+  Relaxed<uint32_t> rows_this_clock = 0;  // distinct INC rows applied at clock done+1
   uint32_t release_epoch = 0;    // epoch of the bank that released `done`
   Timestamp wait_since = 0;      // when `done` was completed (valid while !released)
-  Timestamp last_seen = 0;       // last authenticated packet
+  Relaxed<Timestamp> last_seen = 0;  // last authenticated packet
   // Pace of the rank, for telemetry and policies (0 = no sample yet). Updated
   // once per completed clock with shifts only (EWMA, gain 1/8), like a P4
   // register action; reset when an evicted rank joins again.
@@ -51,7 +60,7 @@ struct WorkerRegs {
   // a multi-homed switch hears from the address it talks to. Invalid when
   // the caller does not know it (Process without a local address).
   proto::Endpoint local;
-  WorkerCounters counters;
+  BasicWorkerCounters<Relaxed<uint64_t>> counters;
 };
 
 // One policy bank: barrier parameters and the epoch they were installed as.
@@ -117,15 +126,16 @@ struct JobState {
   };
   BarrierIndex index;
 
-  bool saturated = false;  // some addition was clamped
+  Relaxed<bool> saturated = false;  // some addition was clamped
   bool finished = false;   // a rank ended the job: every CLOCK is released
 
-  JobCounters counters;
+  BasicJobCounters<Relaxed<uint64_t>> counters;
 
   // Scratch for the barrier's order statistics (no allocation per packet).
   std::array<int64_t, kMaxWorkers> scratch = {};
 
-  mutable std::mutex mu;
+  mutable JobMutex mu;
+  mutable RowStripes row_locks;
 
   uint32_t* TagsOf(uint32_t worker) { return inc_tag.data() + size_t{worker} * rows; }
   int32_t* VisibleRow(uint32_t r) { return visible.data() + size_t{r} * config.row_width; }

@@ -27,7 +27,7 @@ void Join(JobState& job, uint32_t worker, const proto::Endpoint& src, const prot
   w.addr = src;
   w.local = local;
   w.joined = true;
-  ++w.counters.joins;
+  w.counters.joins.AddExclusive(1);
   if (!w.live) {
     // Resume at the slowest live rank's clock, or the rank's own if it is ahead,
     // so the barrier's low clock does not move back.
@@ -65,7 +65,7 @@ void Join(JobState& job, uint32_t worker, const proto::Endpoint& src, const prot
 
 void RemoveFromBarrier(JobState& job, uint32_t worker, Timestamp now, Output* out) {
   WorkerRegs& w = job.workers[worker];
-  if (w.live) ++w.counters.evictions;
+  if (w.live) w.counters.evictions.AddExclusive(1);
   w.live = false;
   job.waiting.reset(worker);
   ReleaseEligible(job, now, out);

@@ -11,7 +11,8 @@
 // its packets are refused until it JOINs again, when it resumes at the
 // slowest live rank's clock (or its own, if ahead) from the switch's model.
 //
-// REQUIRES: the caller holds job.mu.
+// REQUIRES: the caller holds job.mu exclusive (shared suffices for the
+// read-only checks, which INC and READ run).
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 
 #include <mutex>
 #include <new>
+#include <shared_mutex>
 #include <string>
 
 #include "dataplane/aggregation_table.h"
@@ -62,28 +63,46 @@ ProcessResult Pipeline::Process(std::span<const uint8_t> datagram, const proto::
     globals_.unknown_job.fetch_add(1, std::memory_order_relaxed);
     return {Verdict::kDropped, DropReason::kUnknownJob};
   }
+  // INC and READ of different rows run in parallel (shared lock, then the
+  // row's stripe in the handler); everything else has the job to itself.
+  if (h.op == proto::Op::kInc || h.op == proto::Op::kRead) {
+    std::shared_lock lock(job->mu);
+    return ProcessLocked(*job, /*exclusive=*/false, pkt, src, local, now, out);
+  }
   std::lock_guard lock(job->mu);
-  if (h.key != job->config.key) {
+  return ProcessLocked(*job, /*exclusive=*/true, pkt, src, local, now, out);
+}
+
+ProcessResult Pipeline::ProcessLocked(JobState& job, bool exclusive, const proto::PacketView& pkt,
+                                      const proto::Endpoint& src, const proto::Endpoint& local,
+                                      Timestamp now, Output* out) {
+  const proto::Header& h = pkt.header;
+  if (h.key != job.config.key) {
     globals_.bad_key.fetch_add(1, std::memory_order_relaxed);
-    ++job->counters.drops[static_cast<size_t>(DropReason::kBadKey)];
+    ++job.counters.drops[static_cast<size_t>(DropReason::kBadKey)];
     return {Verdict::kDropped, DropReason::kBadKey};
   }
   // Source filter: the job's allow-list (at most kMaxAllowPrefixes prefixes;
   // empty = any source). A packet from elsewhere is dropped silently, before
   // any stage reads or writes the job's registers.
-  if (!job->config.allow.Allows(src)) {
-    ++job->counters.drops[static_cast<size_t>(DropReason::kSourceNotAllowed)];
+  if (!job.config.allow.Allows(src)) {
+    ++job.counters.drops[static_cast<size_t>(DropReason::kSourceNotAllowed)];
     return {Verdict::kDropped, DropReason::kSourceNotAllowed};
   }
-  ++job->counters.rx_by_op[static_cast<size_t>(h.op)];
+  auto& rx = job.counters.rx_by_op[static_cast<size_t>(h.op)];
+  if (exclusive) {
+    rx.AddExclusive(1);
+  } else {
+    ++rx;
+  }
 
   // Per-op stages: membership, aggregation table, barrier.
   switch (h.op) {
-    case proto::Op::kJoin: return HandleJoin(*job, pkt, src, local, now, out);
-    case proto::Op::kRead: return HandleRead(*job, pkt, src, local, now, out);
-    case proto::Op::kInc: return HandleInc(*job, pkt, src, now);
-    case proto::Op::kClock: return HandleClock(*job, pkt, src, local, now, out);
-    case proto::Op::kLeave: return HandleLeave(*job, pkt, src, local, now, out);
+    case proto::Op::kJoin: return HandleJoin(job, pkt, src, local, now, out);
+    case proto::Op::kRead: return HandleRead(job, pkt, src, local, now, out);
+    case proto::Op::kInc: return HandleInc(job, pkt, src, now);
+    case proto::Op::kClock: return HandleClock(job, pkt, src, local, now, out);
+    case proto::Op::kLeave: return HandleLeave(job, pkt, src, local, now, out);
     default: break;
   }
   return {Verdict::kDropped, DropReason::kNotRequest};
@@ -192,7 +211,7 @@ Result<JobTelemetry> Pipeline::Telemetry(uint16_t job) const {
   t.max_released = j->max_released;
   t.saturated = j->saturated;
   t.finished = j->finished;
-  t.counters = j->counters;
+  t.counters = JobCounters(j->counters);
   t.workers.reserve(j->workers.size());
   for (uint32_t i = 0; i < j->workers.size(); ++i) {
     const WorkerRegs& w = j->workers[i];
@@ -211,7 +230,7 @@ Result<JobTelemetry> Pipeline::Telemetry(uint16_t job) const {
     wt.last_work_ns = w.last_work_ns;
     wt.addr = w.addr;
     wt.local = w.local;
-    wt.counters = w.counters;
+    wt.counters = WorkerCounters(w.counters);
   }
   return t;
 }

@@ -16,8 +16,10 @@
 // ranks take an Output too.
 //
 // Thread safety: every method is thread-safe. Jobs are independent: packets
-// of different jobs proceed in parallel, packets of one job are serialized by
-// the job's lock.
+// of different jobs proceed in parallel. Within a job, INCs and READs take the
+// job's lock shared plus a lock on their row's stripe, so those of different
+// rows proceed in parallel; JOIN, CLOCK, LEAVE and every control operation
+// take the job's lock exclusive (job_state.h lists what each lock guards).
 #pragma once
 
 #include <atomic>
@@ -118,6 +120,11 @@ class Pipeline {
 
  private:
   std::shared_ptr<JobState> Find(uint16_t job) const;
+  // Process() after the job lookup, with the job's lock held as its op needs
+  // (`exclusive`, or shared for INC and READ).
+  ProcessResult ProcessLocked(JobState& job, bool exclusive, const proto::PacketView& pkt,
+                              const proto::Endpoint& src, const proto::Endpoint& local,
+                              Timestamp now, Output* out);
 
   // Job id -> state: an exact-match table (65536 entries, like a P4 table
   // keyed on the 16-bit job id). Guarded by table_mu_ for writers; readers on

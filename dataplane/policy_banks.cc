@@ -52,7 +52,7 @@ bool MaybeRetireBank(JobState& job) {
   if (job.live_count == 0 || proto::ClockDiff(job.low_all, job.swap_clock) < 0) return false;
   job.active ^= 1;
   job.swap_pending = false;
-  ++job.counters.swaps;
+  job.counters.swaps.AddExclusive(1);
   return true;
 }
 

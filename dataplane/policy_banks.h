@@ -9,7 +9,8 @@
 // has completed X no decision for an earlier clock remains and the old bank
 // is retired; only then may the next change be installed.
 //
-// REQUIRES: the caller holds job.mu.
+// REQUIRES: the caller holds job.mu exclusive (shared suffices for the
+// read-only checks, which INC and READ run).
 #pragma once
 
 #include <cstdint>

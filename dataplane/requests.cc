@@ -14,9 +14,7 @@ using proto::ErrorCode;
 
 // Time stamps of different switch threads may arrive slightly out of order:
 // "last seen" never goes back (the silence evictor reads it).
-void NoteSeen(WorkerRegs& w, Timestamp now) {
-  if (now > w.last_seen) w.last_seen = now;
-}
+void NoteSeen(WorkerRegs& w, Timestamp now) { w.last_seen.StoreMax(now); }
 
 ProcessResult Drop(JobState& job, DropReason reason) {
   ++job.counters.drops[static_cast<size_t>(reason)];
@@ -86,8 +84,8 @@ void EmitNack(JobState& job, uint32_t worker, uint32_t clock, uint32_t announced
     proto::StoreU32(p, r);
     p += proto::kValueSize;
   }
-  ++w.counters.nacks;
-  ++job.counters.nacks;
+  w.counters.nacks.AddExclusive(1);
+  job.counters.nacks.AddExclusive(1);
 }
 
 }  // namespace
@@ -132,6 +130,9 @@ ProcessResult HandleRead(JobState& job, const proto::PacketView& pkt, const prot
   if (!w.released) {
     return Refuse(job, src, local, h, DropReason::kNotReleased, ErrorCode::kNotReleased, out);
   }
+  // The row's registers are ours until the reply is written (other threads
+  // may INC or READ other rows meanwhile).
+  RowGuard row_guard(job.row_locks, h.row);
   // Fold first, so a saturation it causes is already in this reply's flags.
   MaybeFoldRow(job, h.row);
   const bool exact = ExactRead(job, h.clock);
@@ -162,7 +163,14 @@ ProcessResult HandleInc(JobState& job, const proto::PacketView& pkt, const proto
   if (d < 0) return Drop(job, DropReason::kIncStale);
   if (d > 0 || !w.released) return Drop(job, DropReason::kIncEarly);
   if (h.clock == 0 && h.worker != 0) return Drop(job, DropReason::kIncSeedNotRank0);
-  if (!ApplyInc(job, h.worker, h.clock, h.row, pkt.values)) {
+  bool applied;
+  {
+    RowGuard row_guard(job.row_locks, h.row);
+    applied = ApplyInc(job, h.worker, h.clock, h.row, pkt.values);
+  }
+  // Counted after the row is released: a CLOCK, which reads rows_this_clock,
+  // waits for this packet's shared lock anyway.
+  if (!applied) {
     ++w.counters.incs_duplicate;
     return Drop(job, DropReason::kIncDuplicate);
   }
@@ -185,7 +193,7 @@ ProcessResult HandleClock(JobState& job, const proto::PacketView& pkt, const pro
   WorkerRegs& w = job.workers[h.worker];
   if (h.clock == w.done && w.done != proto::kNoClock) {
     // Retransmission: idempotent answer.
-    ++w.counters.clock_retransmits;
+    w.counters.clock_retransmits.AddExclusive(1);
     if (!w.released) return Drop(job, DropReason::kClockWaiting);
     EmitRelease(job, h.worker, local, out);
     return {Verdict::kReplied};

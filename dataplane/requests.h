@@ -6,7 +6,8 @@
 // `src` is the request's source (the worker), `local` the switch address it
 // reached (invalid when unknown): replies go to `src`, from `local`.
 //
-// REQUIRES: the caller holds job.mu.
+// REQUIRES: the caller holds job.mu: shared for HandleRead and HandleInc
+// (they lock their row's stripe themselves), exclusive for the others.
 #pragma once
 
 #include "dataplane/job_state.h"
