@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "net/address.h"
+#include "switch/reuseport_steering.h"
 
 namespace serene::switchd {
 
@@ -329,6 +330,13 @@ Status SwitchServer::OpenPorts() {
         p->tx_faults = std::make_unique<net::FaultInjector>(options_.fault, 2 * p->index + 1);
       }
       ports_.push_back(std::move(p));
+    }
+    if (options_.threads > 1) {
+      // Spread ranks evenly over this address's sockets (the kernel's hash
+      // of addresses is lopsided with few workers). Without it the kernel
+      // still hashes: slower, as correct.
+      Status s = SteerByRank(ports_.back()->socket.fd(), options_.threads);
+      if (!s.ok()) spdlog::warn("{}; the kernel spreads workers over the threads by address", s.message());
     }
   }
   return Status::Ok();
