@@ -21,6 +21,7 @@ PullOp::PullOp(Transport& t, const RankState& rank, std::span<int32_t> model,
       row_width_(rank.info.row_width),
       elements_(rank.info.elements),
       model_(model),
+      first_row_(FirstRow(t.options().rank, rank.info)),
       state_(rank.info.rows, kIdle),
       sent_(rank.info.rows),
       attempts_(rank.info.rows, 0),
@@ -114,11 +115,12 @@ Status PullOp::OnTimer(SteadyClock::time_point now) {
   in_flight_.insert(in_flight_.end(), resent_.begin(), resent_.end());
   // Keep the window full.
   while (in_flight_.size() < t_.options().window && next_ < rows_) {
-    Status q = t_.Queue(proto::Op::kRead, clock_, next_, 0, {});
+    const uint32_t r = RowAt(first_row_, next_++, rows_);
+    Status q = t_.Queue(proto::Op::kRead, clock_, r, 0, {});
     if (!q.ok()) return q;
-    state_[next_] = kInFlight;
-    sent_[next_] = now;
-    in_flight_.push_back(next_++);
+    state_[r] = kInFlight;
+    sent_[r] = now;
+    in_flight_.push_back(r);
   }
   return t_.Flush();
 }

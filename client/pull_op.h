@@ -48,7 +48,8 @@ class PullOp final : public Operation {
   std::span<int32_t> model_;
   End end_ = End::kPulled;
 
-  uint32_t next_ = 0;  // next row never sent
+  const uint32_t first_row_;  // rows are sent from here, wrapping (FirstRow)
+  uint32_t next_ = 0;  // rows sent at least once: the next is RowAt(first_row_, next_)
   uint32_t got_ = 0;   // rows received
   std::vector<uint8_t> state_;
   std::vector<SteadyClock::time_point> sent_;

@@ -23,4 +23,19 @@ struct RankState {
 // "-1" for kNoClock, else the number.
 std::string ClockText(uint32_t clock);
 
+// The row a rank's pulls and pushes start at (then every row once, in order,
+// wrapping): rank * rows / workers. Ranks released together then touch
+// different rows, which a switch with several threads serves in parallel.
+// Any order is correct: the switch keys every READ and INC by its row.
+inline uint32_t FirstRow(uint32_t rank, const JobInfo& info) {
+  if (rank >= info.workers) return 0;
+  return static_cast<uint32_t>(uint64_t{rank} * info.rows / info.workers);
+}
+
+// The i-th row a rank visits, i < info.rows.
+inline uint32_t RowAt(uint32_t first, uint32_t i, uint32_t rows) {
+  const uint32_t r = first + i;
+  return r < rows ? r : r - rows;
+}
+
 }  // namespace serene::client

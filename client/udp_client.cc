@@ -244,7 +244,9 @@ Status UdpClient::PushFixed(std::span<const int32_t> update) {
   const auto started = SteadyClock::now();
   if (update.data() != rank_.inc.data()) std::copy(update.begin(), update.end(), rank_.inc.begin());
   const uint32_t c = clock();
-  for (uint32_t r = 0; r < rank_.info.rows; ++r) {
+  const uint32_t first = FirstRow(options_.rank, rank_.info);
+  for (uint32_t i = 0; i < rank_.info.rows; ++i) {
+    const uint32_t r = RowAt(first, i, rank_.info.rows);
     const size_t begin = size_t{r} * rank_.info.row_width;
     const size_t len = std::min<size_t>(rank_.info.row_width, rank_.info.elements - begin);
     Status s = transport_.Queue(proto::Op::kInc, c, r, 0, {rank_.inc.data() + begin, len});
