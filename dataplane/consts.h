@@ -19,7 +19,7 @@ inline constexpr uint64_t Elapsed(Timestamp then, Timestamp now) {
   return now > then ? now - then : 0;
 }
 
-inline constexpr size_t kMaxWorkers = 256;           // ranks per job (waiting set = 256-bit bitmap)
+inline constexpr size_t kMaxWorkers = 1024;          // ranks per job (waiting set = 1024-bit bitmap)
 inline constexpr size_t kMaxJobs = 1024;             // concurrent jobs
 // Source prefixes in a job's allow-list (JobConfig::allow): a fixed table, so
 // the source check is bounded work per packet.

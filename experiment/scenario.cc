@@ -18,6 +18,7 @@
 #include "common/toml_util.h"
 #include "control/policy_script.h"
 #include "dataplane/barrier_params.h"
+#include "dataplane/consts.h"
 #include "loadgen/switch_launch.h"
 #include "net/fault_injector.h"
 #include "train/gloo_backend.h"
@@ -32,7 +33,7 @@
 namespace serene::experiment {
 namespace {
 
-constexpr int kMaxWorkers = 256;  // ranks per switch job
+constexpr int kMaxRanks = static_cast<int>(dataplane::kMaxWorkers);  // ranks per switch job
 constexpr int64_t kTrainExamples = 60000;
 constexpr int64_t kTestExamples = 10000;
 constexpr uint32_t kMaxRow = 16368;      // the switch's limit (one datagram)
@@ -301,7 +302,7 @@ Status SetScenarioValue(std::string_view key, std::string_view v, const std::str
     if (v.empty() || Slug(v).empty()) return Bad(where, v, "a name with letters or digits");
     s->name = std::string(v);
   } else if (key == "workers") {
-    return SetInt(where, v, 1, kMaxWorkers, &s->workers);
+    return SetInt(where, v, 1, kMaxRanks, &s->workers);
   } else if (key == "model") {
     auto m = train::ParseModelKind(v);
     if (!m.ok()) return Bad(where, v, "mlp or cnn");

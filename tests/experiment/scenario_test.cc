@@ -82,8 +82,8 @@ TEST(ScenarioTest, SetValueRefusesBadValuesNamingThem) {
     const char* message;
   };
   const Case cases[] = {
-      {"workers", "0", "--x '0': expected an integer 1..256"},
-      {"workers", "300", "1..256"},
+      {"workers", "0", "--x '0': expected an integer 1..1024"},
+      {"workers", "2000", "1..1024"},
       {"workers", "four", "--x 'four'"},
       {"model", "resnet", "mlp or cnn"},
       {"steps", "0", "--x '0'"},
@@ -326,7 +326,7 @@ TEST(ScenarioTest, TomlErrorsNameTheFileAndSetting) {
       {"workers = 4\nwrokers = 2\n", "f.toml: unknown setting 'wrokers'"},
       {"workers = [4]\n", "f.toml: workers is an array"},
       {"workers = true\n", "f.toml: workers is a boolean"},
-      {"workers = 0\n", "f.toml: workers '0': expected an integer 1..256"},
+      {"workers = 0\n", "f.toml: workers '0': expected an integer 1..1024"},
       {"target_accuracy = 1.2\n", "f.toml: target_accuracy '1.2'"},
       {"workers = \n", "f.toml:1:"},
       {"[[run]]\npolicy = \"ssp\"\n", "f.toml: [[run]] #1: policy 'ssp'"},

@@ -190,7 +190,7 @@ TEST(SimulationTest, RefusesOptionsTheSwitchRefuses) {
   TimingWork work(kMlpElements);
   SimulationOptions o = Timing("ssp:x");
   EXPECT_FALSE(RunSimulation(o, work).ok());
-  o = Timing("sync", 300);  // more ranks than the data plane holds
+  o = Timing("sync", 2000);  // more ranks than the data plane holds
   auto r = RunSimulation(o, work);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("workers"), std::string::npos) << r.status().message();

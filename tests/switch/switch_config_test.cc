@@ -147,7 +147,7 @@ TEST(SwitchConfigTest, RefusesBadFlagValuesNamingThem) {
       {{"--fault", "drop=0.5,jitter=1ms"}, "--fault: bad fault spec"},
       {{"--bind", "my-host"}, "--bind 'my-host': expected a numeric IPv4 or IPv6 address"},
       {{"--job", "id=0,workers=1,elements=1"}, "--job: bad job spec 'id=0,workers=1,elements=1'"},
-      {{"--job", "id=1,workers=300,elements=1"}, "workers must be 1..256"},
+      {{"--job", "id=1,workers=2000,elements=1"}, "workers must be 1..1024"},
       {{"--job", "id=1,workers=2,elements=4,policy=fast"}, "bad policy 'fast'"},
       {{"--job", "id=1,workers=2,elements=4,key=xyz"}, "key must be"},
       {{"--control", "7001"}, "--control '7001': expected HOST:PORT"},
