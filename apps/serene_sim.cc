@@ -120,17 +120,17 @@ int main(int argc, char** argv) {
   // scenario.toml in the output repeats the run).
   auto settings = sim::SimSettingsFromTable(scenario->sim, "the scenario");
   if (!settings.ok()) return Fail(settings.status().message(), 2);
-  if (timing_only) sim_values.push_back("true");
-  for (size_t i = 0; i < sim_values.size(); ++i) {
-    const bool is_timing = i == sim_flags.size();
-    if (!is_timing && sim_options[i]->count() == 0) continue;
-    const std::string key = is_timing ? "timing_only" : sim_flags[i][1];
-    const std::string flag = is_timing ? "--timing-only" : sim_flags[i][0];
-    if (auto st = sim::SetSimSetting(key, sim_values[i], flag, &*settings); !st.ok()) {
+  auto set = [&](const std::string& key, const std::string& value, const std::string& flag) {
+    scenario->sim[key] = value;
+    return sim::SetSimSetting(key, value, flag, &*settings);
+  };
+  for (size_t i = 0; i < sim_flags.size(); ++i) {
+    if (sim_options[i]->count() == 0) continue;
+    if (auto st = set(sim_flags[i][1], sim_values[i], sim_flags[i][0]); !st.ok()) {
       return Fail(st.message(), 2);
     }
-    scenario->sim[key] = sim_values[i];
   }
+  if (timing_only) (void)set("timing_only", "true", "--timing-only");  // cannot fail
   if (print_scenario) {
     fmt::print("{}", ex::ScenarioToToml(*scenario));
     return 0;

@@ -178,12 +178,7 @@ void SimRank::OnJoinAck(const proto::PacketView& p) {
     if ((p.header.flags & proto::flags::kWaiting) != 0) {
       clock_ = done;
       rows_sent_ = 0;
-      phase_ = Phase::kClockWait;
-      clock_sent_ = push_start_ = events_.now();
-      SendClock(/*retransmit=*/true);  // CLOCK(done) asks for its RELEASE
-      backoff_ = o_.rto;
-      ArmTimer(backoff_);
-      return;
+      return EnterClockWait(/*retransmit=*/true);  // CLOCK(done) asks for its RELEASE
     }
     clock_ = done;
     return BeginIteration();
@@ -202,13 +197,13 @@ void SimRank::OnJoinAck(const proto::PacketView& p) {
     for (uint32_t r = 0; r < rows_; ++r) SendInc(0, r, false);
     rows_sent_ = rows_;
   }
-  EnterClockWait();
+  EnterClockWait(/*retransmit=*/false);
 }
 
-void SimRank::EnterClockWait() {
+void SimRank::EnterClockWait(bool retransmit) {
   phase_ = Phase::kClockWait;
   push_start_ = clock_sent_ = events_.now();
-  SendClock(false);
+  SendClock(retransmit);
   backoff_ = o_.rto;
   ArmTimer(backoff_);
 }
@@ -344,7 +339,7 @@ void SimRank::Push() {
   if (!status_.ok()) return;
   for (uint32_t r = 0; r < rows_; ++r) SendInc(clock_, r, false);
   rows_sent_ = rows_;
-  EnterClockWait();
+  EnterClockWait(/*retransmit=*/false);
 }
 
 void SimRank::Stop(train::StopReason reason, bool finish_job) {

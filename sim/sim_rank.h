@@ -113,7 +113,7 @@ class SimRank {
   void SendInc(uint32_t clock, uint32_t row, bool resend);
   void SendClock(bool retransmit);
   // After the rows of a clock are out: CLOCK, and wait for its RELEASE.
-  void EnterClockWait();
+  void EnterClockWait(bool retransmit);
   void ArmTimer(SimTime delay);
   void OnTimer(uint64_t generation);
 

@@ -39,6 +39,17 @@ SimulationOptions WithStragglers(SimulationOptions o) {
   return o;
 }
 
+// `rank` stops once for `duration_s`, at an iteration drawn with probability p.
+SimulationOptions WithFailure(SimulationOptions o, int rank, double p, double duration_s) {
+  train::StragglerSpec s;
+  s.kind = train::StragglerKind::kFailure;
+  s.probability = p;
+  s.duration_s = duration_s;
+  o.straggler = s;
+  o.straggler_ranks = {rank};
+  return o;
+}
+
 SimulationResult Simulate(const SimulationOptions& o) {
   TimingWork work(kMlpElements);
   auto r = RunSimulation(o, work);
@@ -166,13 +177,7 @@ TEST(SimulationTest, LossIsRecoveredByRetransmissionAndEveryStepStillRuns) {
 // A rank that stops for a minute is evicted after evict_after_s of silence,
 // the others go on without it, and it JOINs again when it wakes and finishes.
 TEST(SimulationTest, ASilentRankIsEvictedAndRejoins) {
-  SimulationOptions o = Timing("sync", 3, 200);
-  train::StragglerSpec s;
-  s.kind = train::StragglerKind::kFailure;
-  s.probability = 0.05;
-  s.duration_s = 60;
-  o.straggler = s;
-  o.straggler_ranks = {2};
+  SimulationOptions o = WithFailure(Timing("sync", 3, 200), 2, 0.05, 60);
   o.evict_after_s = 2;
   const SimulationResult r = Simulate(o);
   ASSERT_EQ(r.ranks.size(), 3u);
@@ -202,13 +207,7 @@ TEST(SimulationTest, RefusesOptionsTheSwitchRefuses) {
 TEST(SimulationTest, AJobThatCannotEndFailsAtItsVirtualDeadline) {
   // Under SYNC, a rank stopped for a virtual hour holds its peer; the run
   // fails when its deadline of 10 virtual seconds passes, naming the ranks.
-  SimulationOptions o = Timing("sync", 2, 20);
-  train::StragglerSpec s;
-  s.kind = train::StragglerKind::kFailure;
-  s.probability = 1;
-  s.duration_s = 3600;
-  o.straggler = s;
-  o.straggler_ranks = {1};
+  SimulationOptions o = WithFailure(Timing("sync", 2, 20), 1, 1, 3600);
   o.max_virtual_s = 10;
   o.evict_after_s = 0;  // no silence eviction: nothing lets rank 0 go on
   TimingWork work(kMlpElements);
