@@ -3,8 +3,10 @@
 
 Reads the summary.json of `serene-sim -c experiments/paper.toml` runs (one per
 rank count) and prints a Markdown table: per run, JCT and waiting as % of
-SYNC (mean ± sd over seeds), the paper's value where it reports one,
-iterations of rank 0 and final accuracy.
+SYNC (mean ± sd over seeds), the paper's value where it reports one, the
+barrier wait (time the switch held ranks for others, transfers excluded) as %
+of SYNC's, iterations of rank 0 and final accuracy. Summaries written before
+the barrier wait was measured show "-" there.
 
     /usr/bin/python3 scripts/paper_table.py N=4:results/paper-n4/summary.json \
         N=8:results/paper-n8/summary.json
@@ -42,13 +44,14 @@ def main(args):
         paper_wait = PAPER_WAIT if label.strip() == "N=4" else {}
         seeds = max(r["seeds"] for r in runs)
         print(f"**{label}** ({seeds} seed{'s' if seeds > 1 else ''})\n")
-        print("| run | JCT % of SYNC | paper | waiting % of SYNC | paper | no-wait JCT % of SYNC's JCT "
-              "| iterations | final accuracy | reached target |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| run | JCT % of SYNC | paper | waiting % of SYNC | paper | barrier wait % of SYNC "
+              "| no-wait JCT % of SYNC's JCT | iterations | final accuracy | reached target |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for r in runs:
             name = r["label"]
             print(f"| {name} | {spread(r['jct_pct_of_baseline'])} | {paper_jct.get(name, '')} "
                   f"| {spread(r['wait_pct_of_baseline'])} | {paper_wait.get(name, '')} "
+                  f"| {spread(r.get('barrier_wait_pct_of_baseline'))} "
                   f"| {spread(r['no_wait_jct_pct_of_baseline'])} "
                   f"| {spread(r['iterations_rank0'], 0)} | {spread(r['final_accuracy'], 4)} "
                   f"| {r['reached_target']}/{r['seeds'] - r['failed']} |")

@@ -22,6 +22,24 @@ double NoWaitJct(const experiment::RunSummary& r) {
   return out;
 }
 
+// Time the switch held the ranks at the barrier (barrier_hold.h): the sum,
+// the mean and the largest over ranks.
+struct Held {
+  double sum = std::nan(""), mean = std::nan(""), max = std::nan("");
+};
+
+Held HeldOf(const experiment::RunSummary& r) {
+  Held h;
+  if (r.ranks.empty()) return h;
+  h.sum = h.max = 0;
+  for (const train::RunMetrics& m : r.ranks) {
+    h.sum += m.barrier_wait_s;
+    h.max = std::max(h.max, m.barrier_wait_s);
+  }
+  h.mean = h.sum / static_cast<double>(r.ranks.size());
+  return h;
+}
+
 nlohmann::json SpreadJson(const Spread& s) {
   if (s.n == 0) return nullptr;
   return {{"n", s.n}, {"mean", s.mean}, {"sd", s.sd}, {"min", s.min}, {"max", s.max}};
@@ -29,19 +47,23 @@ nlohmann::json SpreadJson(const Spread& s) {
 
 struct Column {
   const char* name;
+  const char* key;  // summary.csv's and summary.json's
   Spread SeedRow::*field;
   int decimals;
 };
 
 constexpr Column kColumns[] = {
-    {"JCT (s)", &SeedRow::jct_s, 2},
-    {"JCT % of baseline", &SeedRow::jct_pct, 1},
-    {"waiting, sum (s)", &SeedRow::wait_s, 2},
-    {"waiting % of baseline", &SeedRow::wait_pct, 1},
-    {"iterations (rank 0)", &SeedRow::iterations, 0},
-    {"final accuracy", &SeedRow::accuracy, 4},
-    {"no-wait JCT (s)", &SeedRow::no_wait_s, 2},
-    {"no-wait JCT % of baseline JCT", &SeedRow::no_wait_pct, 1},
+    {"JCT (s)", "jct_s", &SeedRow::jct_s, 2},
+    {"JCT % of baseline", "jct_pct", &SeedRow::jct_pct, 1},
+    {"waiting, sum (s)", "wait_s", &SeedRow::wait_s, 2},
+    {"waiting % of baseline", "wait_pct", &SeedRow::wait_pct, 1},
+    {"barrier wait, mean per rank (s)", "barrier_mean_s", &SeedRow::barrier_mean_s, 3},
+    {"barrier wait, max rank (s)", "barrier_max_s", &SeedRow::barrier_max_s, 3},
+    {"barrier wait % of baseline", "barrier_pct", &SeedRow::barrier_pct, 1},
+    {"iterations (rank 0)", "iterations", &SeedRow::iterations, 0},
+    {"final accuracy", "accuracy", &SeedRow::accuracy, 4},
+    {"no-wait JCT (s)", "no_wait_s", &SeedRow::no_wait_s, 2},
+    {"no-wait JCT % of baseline JCT", "no_wait_pct", &SeedRow::no_wait_pct, 1},
 };
 
 }  // namespace
@@ -76,6 +98,7 @@ std::vector<SeedRow> SummarizeSeeds(
     row.label = by_seed[0][run].spec.label;
     row.policy = by_seed[0][run].spec.policy;
     std::vector<double> jct, jct_pct, wait, wait_pct, iters, acc, no_wait, no_wait_pct;
+    std::vector<double> held_mean, held_max, held_pct;
     for (const auto& seed : by_seed) {
       if (run >= seed.size()) continue;
       const experiment::RunSummary& r = seed[run];
@@ -94,6 +117,13 @@ std::vector<SeedRow> SummarizeSeeds(
       no_wait.push_back(NoWaitJct(r));
       const double base = seed[0].status.ok() ? seed[0].jct_s : std::nan("");
       no_wait_pct.push_back(100 * NoWaitJct(r) / base);
+      const Held held = HeldOf(r);
+      held_mean.push_back(held.mean);
+      held_max.push_back(held.max);
+      // 0 of 0 (a baseline that never waits, e.g. ASYNC) is 0 %, not NaN.
+      const double base_held = seed[0].status.ok() ? HeldOf(seed[0]).sum : std::nan("");
+      held_pct.push_back(base_held > 0 ? 100 * held.sum / base_held
+                                       : (held.sum == 0 && base_held == 0 ? 0 : std::nan("")));
     }
     row.jct_s = SpreadOf(jct);
     row.jct_pct = SpreadOf(jct_pct);
@@ -103,6 +133,9 @@ std::vector<SeedRow> SummarizeSeeds(
     row.accuracy = SpreadOf(acc);
     row.no_wait_s = SpreadOf(no_wait);
     row.no_wait_pct = SpreadOf(no_wait_pct);
+    row.barrier_mean_s = SpreadOf(held_mean);
+    row.barrier_max_s = SpreadOf(held_max);
+    row.barrier_pct = SpreadOf(held_pct);
     rows.push_back(std::move(row));
   }
   return rows;
@@ -158,28 +191,32 @@ std::string SeedMarkdown(const std::string& title, const std::vector<SeedRow>& r
 std::string SeedJson(const std::vector<SeedRow>& rows) {
   nlohmann::json runs = nlohmann::json::array();
   for (const SeedRow& r : rows) {
-    runs.push_back({{"label", r.label},
-                    {"policy", r.policy},
-                    {"seeds", r.seeds},
-                    {"failed", r.failed},
-                    {"reached_target", r.reached_target},
-                    {"jct_s", SpreadJson(r.jct_s)},
-                    {"jct_pct_of_baseline", SpreadJson(r.jct_pct)},
-                    {"wait_total_s", SpreadJson(r.wait_s)},
-                    {"wait_pct_of_baseline", SpreadJson(r.wait_pct)},
-                    {"iterations_rank0", SpreadJson(r.iterations)},
-                    {"final_accuracy", SpreadJson(r.accuracy)},
-                    {"no_wait_jct_s", SpreadJson(r.no_wait_s)},
-                    {"no_wait_jct_pct_of_baseline", SpreadJson(r.no_wait_pct)}});
+    nlohmann::json j = {{"label", r.label},
+                        {"policy", r.policy},
+                        {"seeds", r.seeds},
+                        {"failed", r.failed},
+                        {"reached_target", r.reached_target},
+                        {"jct_s", SpreadJson(r.jct_s)},
+                        {"jct_pct_of_baseline", SpreadJson(r.jct_pct)},
+                        {"wait_total_s", SpreadJson(r.wait_s)},
+                        {"wait_pct_of_baseline", SpreadJson(r.wait_pct)},
+                        {"iterations_rank0", SpreadJson(r.iterations)},
+                        {"final_accuracy", SpreadJson(r.accuracy)},
+                        {"no_wait_jct_s", SpreadJson(r.no_wait_s)},
+                        {"no_wait_jct_pct_of_baseline", SpreadJson(r.no_wait_pct)}};
+    j["barrier_wait_mean_s"] = SpreadJson(r.barrier_mean_s);
+    j["barrier_wait_max_s"] = SpreadJson(r.barrier_max_s);
+    j["barrier_wait_pct_of_baseline"] = SpreadJson(r.barrier_pct);
+    runs.push_back(std::move(j));
   }
   return nlohmann::json{{"runs", runs}}.dump(2) + "\n";
 }
 
 std::string SeedCsv(const std::vector<SeedRow>& rows) {
   std::string out = "label,seeds,failed,reached_target";
-  const char* keys[] = {"jct_s",      "jct_pct",  "wait_s",    "wait_pct",
-                        "iterations", "accuracy", "no_wait_s", "no_wait_pct"};
-  for (const char* k : keys) out += fmt::format(",{0}_mean,{0}_sd,{0}_min,{0}_max", k);
+  for (const Column& col : kColumns) {
+    out += fmt::format(",{0}_mean,{0}_sd,{0}_min,{0}_max", col.key);
+  }
   out += "\n";
   for (const SeedRow& r : rows) {
     out += fmt::format("\"{}\",{},{},{}", r.label, r.seeds, r.failed, r.reached_target);
@@ -203,11 +240,14 @@ Result<std::string> WriteSeedSummary(const std::string& dir, const std::string& 
   }
   if (auto s = experiment::WriteTextFile(dir + "/summary.json", SeedJson(rows)); !s.ok()) return s;
   if (auto s = experiment::WriteTextFile(dir + "/summary.csv", SeedCsv(rows)); !s.ok()) return s;
-  std::string data = "# label jct_pct_mean jct_pct_sd wait_pct_mean wait_pct_sd\n";
+  std::string data =
+      "# label jct_pct_mean jct_pct_sd wait_pct_mean wait_pct_sd barrier_pct_mean "
+      "barrier_pct_sd\n";
   for (const SeedRow& r : rows) {
     if (r.jct_pct.n == 0) continue;
-    data += fmt::format("\"{}\" {} {} {} {}\n", r.label, r.jct_pct.mean, r.jct_pct.sd,
-                        r.wait_pct.mean, r.wait_pct.sd);
+    data += fmt::format("\"{}\" {} {} {} {} {} {}\n", r.label, r.jct_pct.mean, r.jct_pct.sd,
+                        r.wait_pct.mean, r.wait_pct.sd, r.barrier_pct.n ? r.barrier_pct.mean : 0,
+                        r.barrier_pct.n ? r.barrier_pct.sd : 0);
   }
   if (auto s = experiment::WriteTextFile(dir + "/plot/summary.dat", data); !s.ok()) return s;
   const std::string script = fmt::format(
@@ -223,7 +263,8 @@ Result<std::string> WriteSeedSummary(const std::string& dir, const std::string& 
       "set key top right\n"
       "set xtics rotate by -30\n"
       "plot 'plot/summary.dat' using 2:3:xtic(1) title 'job completion time', \\\n"
-      "     '' using 4:5 title 'waiting time'\n",
+      "     '' using 4:5 title 'waiting time (pull + push)', \\\n"
+      "     '' using 6:7 title 'barrier wait (held for others)'\n",
       title);
   if (auto s = experiment::WriteTextFile(dir + "/plot/summary.gp", script); !s.ok()) return s;
   if (auto s = experiment::RunGnuplot(dir, "plot/summary.gp"); !s.ok()) return s;

@@ -7,6 +7,9 @@
 //   JCT, and JCT as % of the same seed's first run (the baseline);
 //   waiting (sum over ranks) and waiting as % of the baseline's;
 //   iterations of rank 0, final accuracy, how many seeds reached the target;
+//   barrier wait: the time the switch held a rank at the barrier waiting for
+//   the others (transfers excluded), mean and max over ranks, and the sum as %
+//   of the baseline's sum;
 //   the no-wait JCT: max over ranks of (job completion − barrier wait), the
 //   JCT had no rank ever waited for another at this run's update counts, and
 //   it as % of the baseline's JCT (for SYNC: the no-wait limit).
@@ -38,6 +41,9 @@ struct SeedRow {
   int failed = 0;  // of them, failed runs (left out of every spread)
   int reached_target = 0;
   Spread jct_s, jct_pct, wait_s, wait_pct, iterations, accuracy, no_wait_s, no_wait_pct;
+  // Time the switch held a rank at the barrier (barrier_hold.h): mean over
+  // ranks, the largest rank's, and the sum as % of the baseline's sum.
+  Spread barrier_mean_s, barrier_max_s, barrier_pct;
 };
 
 // `by_seed[i]` holds seed i's summaries, every seed the same runs in the same

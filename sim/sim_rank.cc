@@ -239,7 +239,6 @@ void SimRank::OnRelease(const proto::PacketView& p) {
   const double push_s = Seconds(now - push_start_);
   const double barrier_s = Seconds(now - clock_sent_);
   m_.push_s += push_s;
-  m_.barrier_wait_s += barrier_s;
   last_push_outside_barrier_s_ = push_s - barrier_s;
   last_push_s_ = push_s;
   if (finished_seen_) return Stop(train::StopReason::kFinishedByPeer, false);

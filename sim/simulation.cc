@@ -9,6 +9,7 @@
 #include "dataplane/job_config.h"
 #include "dataplane/output.h"
 #include "dataplane/pipeline.h"
+#include "sim/barrier_hold.h"
 #include "sim/sim_controller.h"
 
 namespace serene::sim {
@@ -44,6 +45,18 @@ int RankOf(const proto::Endpoint& e) {
     return -1;
   }
   return e.addr[1] * 256 + e.addr[2];
+}
+
+uint32_t ClockOf(std::span<const uint8_t> datagram) {
+  proto::PacketView p;
+  if (proto::Decode(datagram.data(), datagram.size(), &p) != proto::ParseError::kOk) return 0;
+  return p.header.clock;
+}
+
+bool IsRelease(std::span<const uint8_t> datagram) {
+  proto::PacketView p;
+  return proto::Decode(datagram.data(), datagram.size(), &p) == proto::ParseError::kOk &&
+         p.header.op == proto::Op::kRelease;
 }
 
 std::string PhaseText(const SimRank& r) {
@@ -180,8 +193,17 @@ class World {
     if (!at) return;
     events_.At(*at, [this, rank, bytes = std::vector<uint8_t>(datagram.begin(), datagram.end())] {
       out_.Clear();
-      pipeline_.Process(bytes, RankEndpoint(rank), SwitchEndpoint(),
-                        static_cast<dataplane::Timestamp>(events_.now()), &out_);
+      const dataplane::ProcessResult res =
+          pipeline_.Process(bytes, RankEndpoint(rank), SwitchEndpoint(),
+                            static_cast<dataplane::Timestamp>(events_.now()), &out_);
+      // Held at the barrier; not at clock 0, the setup before the run
+      // clocks start (every rank waits there for rank 0's initial model).
+      if ((res.verdict == dataplane::Verdict::kWaiting ||
+           (res.verdict == dataplane::Verdict::kDropped &&
+            res.reason == dataplane::DropReason::kClockWaiting)) &&
+          ClockOf(bytes) != 0) {
+        hold_.Held(rank, events_.now());
+      }
       Route(out_);
     });
   }
@@ -190,6 +212,7 @@ class World {
     for (size_t i = 0; i < out.size(); ++i) {
       const int rank = RankOf(out.packet(i).dst);
       if (rank < 0 || rank >= o_.workers) continue;
+      if (hold_.held(rank) && IsRelease(out.bytes(i))) hold_.Released(rank, events_.now());
       ++packets_;
       auto at = down_[rank].Send(events_.now(), out.packet(i).size);
       if (!at) continue;
@@ -205,6 +228,8 @@ class World {
     SimTime last = 0;
     for (const auto& r : ranks_) {
       res.ranks.push_back(r->metrics());
+      // Waiting for others is what the switch held the rank (barrier_hold.h).
+      res.ranks.back().barrier_wait_s = hold_.seconds(r->metrics().rank);
       res.counters.push_back(r->counters());
       last = std::max(last, r->origin() + FromSeconds(r->metrics().job_completion_s));
     }
@@ -237,6 +262,7 @@ class World {
   std::vector<Link> up_, down_;
   std::vector<std::unique_ptr<SimRank>> ranks_;
   uint64_t packets_ = 0;
+  BarrierHold hold_{o_.workers};
 };
 
 }  // namespace

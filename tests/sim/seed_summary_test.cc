@@ -36,6 +36,15 @@ TEST(SeedSummaryTest, SpreadOfSkipsNaNs) {
   EXPECT_EQ(FormatSpread(SpreadOf({}), 1), "-");
 }
 
+TEST(SeedSummaryTest, BarrierWaitOfABaselineThatNeverWaitsIsZeroPercent) {
+  std::vector<std::vector<experiment::RunSummary>> by_seed = {
+      {Summary("ASYNC", 10, 4, 0), Summary("ASYNC again", 10, 4, 0)}};
+  experiment::ComputeRatios(&by_seed[0]);
+  const auto rows = SummarizeSeeds(by_seed);
+  EXPECT_EQ(rows[1].barrier_pct.mean, 0);
+  EXPECT_EQ(rows[1].barrier_pct.n, 1);
+}
+
 TEST(SeedSummaryTest, RatiosPerSeedThenMeanAndTheNoWaitJct) {
   std::vector<std::vector<experiment::RunSummary>> by_seed = {
       {Summary("SYNC", 10, 4, 3), Summary("SSP", 8, 2, 1)},
@@ -59,6 +68,12 @@ TEST(SeedSummaryTest, RatiosPerSeedThenMeanAndTheNoWaitJct) {
       << SeedMarkdown("t", rows);
   EXPECT_NE(SeedCsv(rows).find("\"SSP\",2,1,1,8,0,8,8"), std::string::npos) << SeedCsv(rows);
   EXPECT_NE(SeedTable(rows).find("no-wait JCT"), std::string::npos);
+  // Barrier wait: one rank per run here, so mean = max = its hold.
+  EXPECT_DOUBLE_EQ(rows[0].barrier_mean_s.mean, 4);
+  EXPECT_DOUBLE_EQ(rows[0].barrier_max_s.max, 5);
+  EXPECT_DOUBLE_EQ(rows[1].barrier_pct.mean, 100.0 / 3);  // 1 of SYNC's 3 (seed 1 only)
+  EXPECT_DOUBLE_EQ(j["runs"][1]["barrier_wait_pct_of_baseline"]["mean"].get<double>(), 100.0 / 3);
+  EXPECT_NE(SeedCsv(rows).find("barrier_pct_mean"), std::string::npos);
 }
 
 }  // namespace

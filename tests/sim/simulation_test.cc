@@ -125,6 +125,35 @@ TEST(SimulationTest, AWiderWindowWaitsLessUnderStragglers) {
   for (const auto& m : ssp.ranks) EXPECT_EQ(m.iterations, 60);
 }
 
+// Barrier wait (barrier_hold.h) is the time the switch held a rank for the
+// others, without the transfers: none under ASYNC, however long the pushes.
+TEST(SimulationTest, AsyncNeverHoldsARankAtTheBarrier) {
+  const SimulationResult r = Simulate(WithStragglers(Timing("async")));
+  for (const auto& m : r.ranks) {
+    EXPECT_EQ(m.barrier_wait_s, 0);
+    EXPECT_GT(m.push_s, 0);  // the transfers are still there
+  }
+}
+
+// Rank 1 is twice as slow at every step (heterogeneous:2, no jitter): under
+// SYNC rank 0 is held one compute time (6 ms) at each of its 60 clocks and
+// rank 1 never (its wait at clock 0, while rank 0 seeds the model, is setup).
+TEST(SimulationTest, SyncHoldsTheFastRankForTheSlowOnesExtraStep) {
+  SimulationOptions o = Timing("sync", 2, 60);
+  o.compute.jitter = 0;
+  train::StragglerSpec s;
+  s.kind = train::StragglerKind::kHeterogeneous;
+  s.factor = 2;
+  o.straggler = s;
+  o.straggler_ranks = {1};
+  const SimulationResult r = Simulate(o);
+  ASSERT_EQ(r.ranks.size(), 2u);
+  EXPECT_NEAR(r.ranks[0].barrier_wait_s, 60 * 0.006, 1e-6);
+  EXPECT_EQ(r.ranks[1].barrier_wait_s, 0);
+  // The push time the rank sees also has its transfers: more than the hold.
+  EXPECT_GT(r.ranks[0].push_s, r.ranks[0].barrier_wait_s + 60 * 0.0002);
+}
+
 // Sleeps relative to the wall-clock iteration grow with the waiting: SYNC,
 // which waits most, gets longer sleeps and falls further behind ASYNC than
 // with sleeps relative to the iteration without waiting (docs/results.md).
