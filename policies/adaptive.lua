@@ -10,6 +10,10 @@
 --                    fraction of the last period at the barrier
 --   hold       10    seconds after a change before W may shrink
 --   half_life  60    seconds for a remembered need to halve
+--   jump       0     when stalls that come now and then (no persistent
+--                    straggler) first make ranks wait, grow straight to at
+--                    least this window instead of 3, 6, 12, ... one period
+--                    at a time (0 = off; experiments/paper.toml uses 32)
 --
 -- Every call (one per telemetry period):
 --
@@ -41,6 +45,7 @@
 --              target = ceil(memory x margin) (0 once memory < 0.5);
 --              no straggler now and target 0:  sync()
 --              target < W:                      W = max(target, W - ceil(W / 4))
+--   jump     W grew, no persistent straggler, W < jump:  W = jump (clamped).
 --
 -- Why it does not flap: it grows only when waiting has a straggler to explain
 -- it (the wait that follows a shrink, while the others let a lagging rank
@@ -58,6 +63,7 @@ local margin = params.margin or 1.25
 local wait_fraction = params.wait or 0.1
 local hold = params.hold or 10
 local half_life = params.half_life or 60
+local jump = params.jump or 0
 
 -- State between calls.
 local prev_now = nil      -- t.now of the last call
@@ -154,6 +160,10 @@ function on_telemetry(t)
       new_w = math.max(target, w - ceil(w / 4))
     end
   end
+  -- Stalls now and then on any rank: every period spent at a window that
+  -- still binds costs waiting, and a larger window costs nothing the barrier
+  -- would otherwise prevent, so skip the doublings (docs/policies.md).
+  if new_w > w and not persistent and new_w < jump then new_w = clamp(jump) end
 
   local want = window(new_w)
   if want == t.rule then return nil end

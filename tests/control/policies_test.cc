@@ -239,6 +239,23 @@ class AdaptiveTest : public ::testing::Test {
     Advance(dt);
   }
 
+  // slow_worker: every rank stalls now and then; this period `slow` is in a
+  // stall of 3 steps and the others, a window ahead, wait for it.
+  void StallOnEveryRank(int slow) {
+    const int64_t ahead = static_cast<int64_t>(window()) + 1;
+    for (int i = 0; i < kRanks; ++i) {
+      v1::RankTelemetry* r = t_.mutable_ranks(i);
+      r->set_work_ns(Ns(1.1 * kStep));                         // EWMA: a little above
+      r->set_last_work_ns(Ns(i == slow ? 3 * kStep : kStep));  // one stall in sight
+      r->set_silent_ns(Ns(kStep / 2));
+      r->set_done(i == slow ? 1000 : 1000 + ahead);
+      r->set_waiting(i != slow);
+      r->set_wait_now_ns(i != slow ? Ns(kStep) : 0);
+      r->set_wait_total_ns(r->wait_total_ns() + (i != slow ? Ns(0.4) : 0));
+    }
+    Advance(1);
+  }
+
   void Advance(double dt) {
     t_.set_now_ns(t_.now_ns() + Ns(dt));
     Derive(&t_);
@@ -448,22 +465,36 @@ TEST_F(AdaptiveTest, StallsOnEveryRankDoubleTheWindowWhileItBinds) {
   Decide();  // the baseline of the waiting counters
   std::vector<uint32_t> windows;
   for (int call = 0; call < 5; ++call) {
-    const int slow = call % kRanks;
-    const int64_t ahead = static_cast<int64_t>(window()) + 1;
-    for (int i = 0; i < kRanks; ++i) {
-      v1::RankTelemetry* r = t_.mutable_ranks(i);
-      r->set_work_ns(Ns(1.1 * kStep));                               // EWMA: a little above
-      r->set_last_work_ns(Ns(i == slow ? 3 * kStep : kStep));        // one stall in sight
-      r->set_silent_ns(Ns(kStep / 2));
-      r->set_done(i == slow ? 1000 : 1000 + ahead);
-      r->set_waiting(i != slow);
-      r->set_wait_now_ns(i != slow ? Ns(kStep) : 0);
-      r->set_wait_total_ns(r->wait_total_ns() + (i != slow ? Ns(0.4) : 0));
-    }
-    Advance(1);
+    StallOnEveryRank(call % kRanks);
     if (Decide().has_value()) windows.push_back(window());
   }
   EXPECT_EQ(windows, (std::vector<uint32_t>{3, 6, 12, 24, 48}));
+}
+
+// With `jump`, the first wait for stalls that come now and then goes straight
+// to that window (then doubles while it still binds); a persistent straggler
+// still gets only the window that covers its step.
+TEST_F(AdaptiveTest, JumpSkipsTheDoublingsForStallsOnEveryRank) {
+  Load({{"jump", "32"}});
+  Calm();
+  Decide();
+  std::vector<uint32_t> windows;
+  for (int call = 0; call < 3; ++call) {
+    StallOnEveryRank(call % kRanks);
+    if (Decide().has_value()) windows.push_back(window());
+  }
+  EXPECT_EQ(windows, (std::vector<uint32_t>{32, 64}));
+  const std::vector<std::string> log = script_->TakeLog();
+  ASSERT_FALSE(log.empty());
+  EXPECT_THAT(log[0], StartsWith("sync() -> ssp(32): "));
+}
+
+TEST_F(AdaptiveTest, JumpLeavesAPersistentStragglerAtItsNeed) {
+  Load({{"jump", "32"}});
+  Straggle(3, 10 * kStep);
+  auto d = Decide();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->rule, BarrierParams::Ssp(12));
 }
 
 TEST_F(AdaptiveTest, WaitingUnderSyncGrowsEvenWithNoStallInSight) {
