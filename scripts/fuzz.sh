@@ -50,7 +50,7 @@ fi
 
 if [[ ! -f $BUILD/CMakeCache.txt ]]; then
   CC=clang-14 CXX=clang++-14 cmake -S "$ROOT" -B "$BUILD" -G Ninja \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSERENE_FUZZ=ON -DSERENE_WITH_TORCH=OFF >/dev/null
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSERENE_FUZZ=ON -DSERENE_WITH_TORCH=OFF -DSERENE_WITH_PYTHON=OFF >/dev/null
 fi
 nice cmake --build "$BUILD" -j "${SERENE_FUZZ_BUILD_JOBS:-2}" \
   --target decode_fuzzer pipeline_fuzzer make_corpus
