@@ -172,6 +172,7 @@ Status UdpClient::Initialize(std::span<float> model) {
 }
 
 Status UdpClient::Pull(std::span<float> model) {
+  if (!rank_.joined) return Status::FailedPrecondition("Pull() before Join()");
   if (model.size() != rank_.info.elements) {
     return Status::InvalidArgument("Pull(): model has " + std::to_string(model.size()) +
                                    " elements, job has " + std::to_string(rank_.info.elements));
