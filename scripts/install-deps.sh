@@ -15,6 +15,8 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libcpp-httplib-dev
   libtorch-dev libgloo-dev
+  # the Python package (python/, docs/python.md), for Debian's /usr/bin/python3
+  pybind11-dev python3-dev python3-numpy python3-torch python3-pytest
   # libtorch's BLAS: Debian links the reference BLAS, 15-20x slower for the
   # MLP; OpenBLAS (OpenMP flavour, so torch's thread setting limits it) takes
   # over libblas.so.3 through the alternatives system.

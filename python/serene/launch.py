@@ -1,0 +1,254 @@
+"""python3 -m serene.launch: start a Serene job's ranks (and its switch).
+
+    python3 -m serene.launch --nproc 4 --elements 79510 train.py --steps 500
+
+starts a serene-switch on a free loopback port with one job of --nproc
+workers and --elements elements, then --nproc copies of the script, each with
+RANK, LOCAL_RANK, WORLD_SIZE, SERENE_SWITCH, SERENE_JOB and SERENE_KEY set
+(what serene.Client.from_env() reads, and torchrun's names). With --switch
+HOST:PORT it uses a running switch whose job already exists instead. With
+--no-python it starts a program instead of a script: serene-train reads the
+same variables, so `--no-python build/bin/serene-train --backend serene`
+runs the C++ ranks the same way.
+
+It waits for every rank. If one fails, or the switch dies, or --timeout
+passes, it stops the others and exits non-zero saying which and why; it stops
+the switch it started in every case.
+"""
+
+import argparse
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+_LISTENING = re.compile(r"listening on (\S+)")
+
+
+def _log(message):
+    print(f"serene.launch: {message}", file=sys.stderr, flush=True)
+
+
+class LaunchError(Exception):
+    """A launch that cannot go on; the message says why and what to do."""
+
+
+def _find_switch_binary(explicit):
+    candidates = []
+    if explicit:
+        candidates.append(Path(explicit))
+    if os.environ.get("SERENE_BIN_DIR"):
+        candidates.append(Path(os.environ["SERENE_BIN_DIR"]) / "serene-switch")
+    # The package is assembled in build/python/serene; the binaries in build/bin.
+    candidates.append(Path(__file__).resolve().parents[2] / "bin" / "serene-switch")
+    on_path = shutil.which("serene-switch")
+    if on_path:
+        candidates.append(Path(on_path))
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return c
+    raise LaunchError(
+        "no serene-switch binary found (looked at "
+        + ", ".join(str(c) for c in candidates)
+        + "); build it (cmake --build build) or pass --switch-bin PATH or --switch HOST:PORT"
+    )
+
+
+class SwitchProcess:
+    """A serene-switch child on an ephemeral loopback port; its log goes to a file."""
+
+    def __init__(self, binary, job_spec, log_path, start_timeout_s=20.0):
+        self.log_path = log_path
+        self._log = open(log_path, "w")
+        self.process = subprocess.Popen(
+            [str(binary), "--bind", "127.0.0.1", "--port", "0", "--control", "off",
+             "--job", job_spec],
+            stdout=self._log,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.address = None
+        found = threading.Event()
+
+        def drain():
+            for line in self.process.stderr:
+                self._log.write(line)
+                self._log.flush()
+                m = _LISTENING.search(line)
+                if m and not found.is_set():
+                    self.address = m.group(1)
+                    found.set()
+
+        self._drainer = threading.Thread(target=drain, daemon=True)
+        self._drainer.start()
+        deadline = time.monotonic() + start_timeout_s
+        while not found.wait(0.05):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise LaunchError(
+                    f"serene-switch did not start (exit code {self.process.returncode}); "
+                    f"its log: {log_path}:\n" + Path(log_path).read_text()[-2000:]
+                )
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._drainer.join(timeout=5)
+        self._log.close()
+
+
+def _stop_all(ranks, grace_s=5.0):
+    for p in ranks:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for p in ranks:
+        try:
+            p.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="python3 -m serene.launch",
+        description="Start a Serene switch (unless --switch) and N ranks of a Python script.",
+        epilog="Example: python3 -m serene.launch --nproc 4 --elements 79510 "
+        "examples/train_fashion_mnist.py --steps 500",
+    )
+    parser.add_argument("--nproc", type=int, required=True, help="ranks to start (1..1024)")
+    parser.add_argument("--elements", type=int, default=0,
+                        help="model size of the job the launched switch creates "
+                        "(required without --switch)")
+    parser.add_argument("--policy", default="sync",
+                        help="the job's policy: sync, ssp:W, async or quorum:K:L (default sync)")
+    parser.add_argument("--row", type=int, default=0,
+                        help="values per row (default: the switch's)")
+    parser.add_argument("--job", type=int, default=1, help="job id (default 1)")
+    parser.add_argument("--key", type=lambda s: int(s, 0), default=None,
+                        help="job key (default: a random one when the switch is launched, "
+                        "0 with --switch)")
+    parser.add_argument("--switch", default=None,
+                        help="HOST:PORT of a running switch that already has the job; "
+                        "no switch is started")
+    parser.add_argument("--switch-bin", default=None, help="the serene-switch binary to start")
+    parser.add_argument("--switch-log", default=None,
+                        help="file for the started switch's log (default: a temporary file)")
+    parser.add_argument("--timeout", type=float, default=3600.0,
+                        help="seconds before the whole job is stopped as hung (default 3600)")
+    parser.add_argument("--no-python", action="store_true",
+                        help="run `script` as a program, not a Python script (e.g. "
+                        "build/bin/serene-train, which reads the same variables)")
+    parser.add_argument("script", help="the Python script (or, with --no-python, the program) "
+                        "every rank runs")
+    parser.add_argument("script_args", nargs=argparse.REMAINDER,
+                        help="arguments passed to the script")
+    args = parser.parse_args(argv)
+    if not 1 <= args.nproc <= 1024:
+        parser.error(f"--nproc must be in 1..1024, got {args.nproc}")
+    if args.switch is None and args.elements <= 0:
+        parser.error("--elements is required when the launcher starts the switch "
+                     "(serene.torch.flat_size(model) gives a module's)")
+    if args.timeout <= 0:
+        parser.error(f"--timeout must be > 0, got {args.timeout}")
+    if args.no_python:
+        program = shutil.which(args.script)
+        if program is None:
+            parser.error(f"no such program: {args.script}")
+        args.command = [program]
+    elif not Path(args.script).is_file():
+        parser.error(f"no such script: {args.script}")
+    else:
+        args.command = [sys.executable, args.script]
+    if args.key is not None and not 0 <= args.key < 2**32:
+        parser.error(f"--key must be a 32-bit value, got {args.key}")
+    return args
+
+
+def run(args):
+    """Runs the job; returns the exit code."""
+    switch = None
+    ranks = []
+    started = time.monotonic()
+    try:
+        if args.switch is None:
+            key = args.key if args.key is not None else random.randint(1, 2**32 - 1)
+            spec = (f"id={args.job},workers={args.nproc},elements={args.elements},"
+                    f"key={key},policy={args.policy}")
+            if args.row:
+                spec += f",row={args.row}"
+            log_path = args.switch_log or tempfile.mkstemp(prefix="serene-switch-", suffix=".log")[1]
+            switch = SwitchProcess(_find_switch_binary(args.switch_bin), spec, log_path)
+            address = switch.address
+            _log(f"switch {address} (job {args.job}: {args.nproc} workers, {args.elements} "
+                 f"elements, policy {args.policy}; log {log_path})")
+        else:
+            key = args.key if args.key is not None else 0
+            address = args.switch
+        env = dict(os.environ)
+        env.update(SERENE_SWITCH=address, SERENE_JOB=str(args.job), SERENE_KEY=str(key),
+                   WORLD_SIZE=str(args.nproc))
+        _log(f"starting {args.nproc} rank(s) of {args.script}")
+        for rank in range(args.nproc):
+            env_rank = dict(env, RANK=str(rank), LOCAL_RANK=str(rank))
+            ranks.append(subprocess.Popen([*args.command, *args.script_args], env=env_rank))
+
+        deadline = started + args.timeout
+        while True:
+            codes = [p.poll() for p in ranks]
+            failed = [(r, c) for r, c in enumerate(codes) if c not in (None, 0)]
+            if failed:
+                rank, code = failed[0]
+                _log(f"rank {rank} exited with code {code}; stopping the other ranks")
+                _stop_all(ranks)
+                return code if code > 0 else 1
+            if all(c == 0 for c in codes):
+                _log(f"all {args.nproc} rank(s) finished in {time.monotonic() - started:.1f} s")
+                return 0
+            if switch is not None and not switch.alive():
+                _log(f"the switch exited (code {switch.process.returncode}); stopping the ranks; "
+                     f"its log: {switch.log_path}")
+                _stop_all(ranks)
+                return 1
+            if time.monotonic() > deadline:
+                _log(f"--timeout {args.timeout:g} s passed with ranks still running; stopping them")
+                _stop_all(ranks)
+                return 1
+            time.sleep(0.05)
+    except LaunchError as e:
+        _log(str(e))
+        _stop_all(ranks)
+        return 2
+    except KeyboardInterrupt:
+        _log("interrupted; stopping the ranks")
+        _stop_all(ranks)
+        return 130
+    finally:
+        if switch is not None:
+            switch.stop()
+
+
+def main(argv=None):
+    # SIGTERM to the launcher stops the job as Ctrl-C does.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    return run(parse_args(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
