@@ -10,6 +10,7 @@
 #include "dataplane/output.h"
 #include "dataplane/pipeline.h"
 #include "sim/barrier_hold.h"
+#include "sim/packet_pool.h"
 #include "sim/sim_controller.h"
 
 namespace serene::sim {
@@ -191,7 +192,9 @@ class World {
     ++packets_;
     auto at = up_[rank].Send(events_.now(), datagram.size());
     if (!at) return;
-    events_.At(*at, [this, rank, bytes = std::vector<uint8_t>(datagram.begin(), datagram.end())] {
+    const uint32_t slot = packets_in_flight_.Put(datagram);
+    events_.At(*at, [this, rank, slot] {
+      const std::span<const uint8_t> bytes = packets_in_flight_.Get(slot);
       out_.Clear();
       const dataplane::ProcessResult res =
           pipeline_.Process(bytes, RankEndpoint(rank), SwitchEndpoint(),
@@ -204,6 +207,7 @@ class World {
           ClockOf(bytes) != 0) {
         hold_.Held(rank, events_.now());
       }
+      packets_in_flight_.Free(slot);
       Route(out_);
     });
   }
@@ -216,9 +220,10 @@ class World {
       ++packets_;
       auto at = down_[rank].Send(events_.now(), out.packet(i).size);
       if (!at) continue;
-      std::span<const uint8_t> b = out.bytes(i);
-      events_.At(*at, [this, rank, bytes = std::vector<uint8_t>(b.begin(), b.end())] {
-        ranks_[rank]->OnPacket(bytes);
+      const uint32_t slot = packets_in_flight_.Put(out.bytes(i));
+      events_.At(*at, [this, rank, slot] {
+        ranks_[rank]->OnPacket(packets_in_flight_.Get(slot));
+        packets_in_flight_.Free(slot);
       });
     }
   }
@@ -263,6 +268,7 @@ class World {
   std::vector<std::unique_ptr<SimRank>> ranks_;
   uint64_t packets_ = 0;
   BarrierHold hold_{o_.workers};
+  PacketPool packets_in_flight_;
 };
 
 }  // namespace
