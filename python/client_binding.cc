@@ -108,14 +108,24 @@ class PyClient {
     Blocking("leave", [&] { return client_->Leave(finish_job); });
   }
 
-  bool joined() const { return client_->info().workers != 0; }
-  const Client& client() const { return *client_; }
+  // A property of the client, read under the same guard as the calls: a
+  // property read while another thread is in a call would race with it.
+  template <typename F>
+  auto Read(const char* what, F&& read) const {
+    Guard guard(*this, what);
+    return read(static_cast<const Client&>(*client_));
+  }
+  bool joined() const {
+    return Read("joined", [](const Client& c) { return c.info().workers != 0; });
+  }
   const ClientOptions& options() const { return options_; }
+  // "Client(...)"; says "busy" rather than wait or race while a call runs.
+  std::string Repr() const;
 
  private:
   class Guard {
    public:
-    Guard(PyClient& owner, const char* call) : lock_(owner.mutex_, std::try_to_lock) {
+    Guard(const PyClient& owner, const char* call) : lock_(owner.mutex_, std::try_to_lock) {
       if (!lock_.owns_lock()) {
         ThrowStatus(Status::FailedPrecondition(
             std::string(call) +
@@ -145,8 +155,18 @@ class PyClient {
 
   ClientOptions options_;
   std::unique_ptr<Client> client_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
 };
+
+std::string PyClient::Repr() const {
+  std::string text = "Client(switch='" + options_.switch_address +
+                     "', job=" + std::to_string(options_.job) +
+                     ", rank=" + std::to_string(options_.rank);
+  std::unique_lock<std::mutex> lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return text + ", busy)";
+  return text + ", joined=" + (client_->info().workers != 0 ? "True" : "False") +
+         ", clock=" + std::to_string(client_->clock()) + ")";
+}
 
 std::string Repr(const JobInfo& i) {
   return "JobInfo(workers=" + std::to_string(i.workers) +
@@ -251,25 +271,43 @@ call releases the GIL; every failure raises serene.Error with the C++ message.
       .def("clock", &PyClient::Clock, "CLOCK: complete this clock, wait for the barrier.")
       .def("leave", &PyClient::Leave, py::arg("finish_job") = false,
            "LEAVE the barrier; finish_job=True ends the job for every rank.")
-      .def_property_readonly("current_clock", [](const PyClient& c) { return c.client().clock(); })
-      .def_property_readonly("info", [](const PyClient& c) { return c.client().info(); })
-      .def_property_readonly("finished", [](const PyClient& c) { return c.client().finished(); })
+      .def_property_readonly("current_clock",
+                             [](const PyClient& c) {
+                               return c.Read("current_clock",
+                                             [](const Client& k) { return k.clock(); });
+                             })
+      .def_property_readonly("info",
+                             [](const PyClient& c) {
+                               return c.Read("info", [](const Client& k) { return k.info(); });
+                             })
+      .def_property_readonly("finished",
+                             [](const PyClient& c) {
+                               return c.Read("finished",
+                                             [](const Client& k) { return k.finished(); });
+                             })
       .def_property_readonly("joined", &PyClient::joined)
-      .def_property_readonly("stats", [](const PyClient& c) { return c.client().stats(); })
+      .def_property_readonly("stats",
+                             [](const PyClient& c) {
+                               return c.Read("stats", [](const Client& k) { return k.stats(); });
+                             })
       .def_property_readonly("rank", [](const PyClient& c) { return c.options().rank; })
       .def_property_readonly("world_size",
                              [](const PyClient& c) {
-                               return c.joined() ? c.client().info().workers
-                                                 : c.options().world_size;
+                               const uint32_t workers = c.Read(
+                                   "world_size", [](const Client& k) { return k.info().workers; });
+                               return workers != 0 ? workers : c.options().world_size;
                              })
       .def_property_readonly("switch", [](const PyClient& c) { return c.options().switch_address; })
       .def_property_readonly("local_address",
-                             [](const PyClient& c) { return c.client().local_address(); })
+                             [](const PyClient& c) {
+                               return c.Read("local_address",
+                                             [](const Client& k) { return k.local_address(); });
+                             })
       .def("__enter__", [](py::object self) { return self; })
       .def("__exit__",
            [](PyClient& c, py::handle type, py::handle, py::handle) {
              // Leave on the way out; an error leaving never hides the one in flight.
-             if (c.joined() && !c.client().finished()) {
+             if (c.joined() && !c.Read("__exit__", [](const Client& k) { return k.finished(); })) {
                try {
                  c.Leave(false);
                } catch (py::error_already_set&) {
@@ -278,13 +316,7 @@ call releases the GIL; every failure raises serene.Error with the C++ message.
              }
              return false;
            })
-      .def("__repr__", [](const PyClient& c) {
-        return "Client(switch='" + c.options().switch_address +
-               "', job=" + std::to_string(c.options().job) +
-               ", rank=" + std::to_string(c.options().rank) +
-               ", joined=" + (c.joined() ? "True" : "False") +
-               ", clock=" + std::to_string(c.client().clock()) + ")";
-      });
+      .def("__repr__", &PyClient::Repr);
 }
 
 }  // namespace serene::python

@@ -174,9 +174,13 @@ def test_gil_is_released_while_clock_waits(start_switch):
         spins += 1
     assert waiter.is_alive(), "rank 0's clock returned before rank 1 clocked"
     assert spins > 10000
-    # The same client from a second thread is refused, not corrupted.
+    # The same client from a second thread is refused, not corrupted: calls
+    # and properties alike; repr says it is busy.
     with pytest.raises(serene.FailedPreconditionError, match="another thread"):
         c0.pull(np.zeros(elements, np.float32))
+    with pytest.raises(serene.FailedPreconditionError, match="stats: this Client is in use"):
+        c0.stats
+    assert "busy" in repr(c0)
     c1.push(zeros)
     r1 = c1.clock()
     waiter.join(timeout=30)
