@@ -20,3 +20,5 @@ build/bin/serene-experiment "$@"
 
 echo
 echo "The switch's aggregation benchmark is build/bin/serene-bench (docs/client.md#serene-bench)."
+echo "Python: PYTHONPATH=build/python /usr/bin/python3 -m serene.launch --nproc 4 --elements 79510 \\"
+echo "          examples/train_fashion_mnist.py --steps 1000    (docs/python.md)"

@@ -4,8 +4,10 @@
 #   bash scripts/test.sh
 #
 # In order, stopping at the first failure:
-#   1. the ci build and every ctest test (unit, end to end, the fault matrix
-#      and the short soak: labels faults and soak);
+#   1. the ci build (the same configuration of build/ as scripts/demo.sh's,
+#      so neither rebuilds the other's work) and every ctest test (unit, end
+#      to end, the Python package's pytest suites, the fault matrix and the
+#      short soak: labels python, faults and soak);
 #   2. the fuzz targets over their seeds and every past finding, then a
 #      bounded fuzzing run of 30 s per target (docs/fuzzing.md);
 #   3. the tests under ASan+UBSan and the threaded ones under TSan
