@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Smoke test of p4/serene.p4 on simple_switch: two ranks of one SYNC job,
+over plain UDP sockets (no scapy). Run inside the workers' network namespace
+by p4/smoke.sh, which sets up the switch and the job:
+
+  job 7, key 0x5e7e7e01, N = 2, elements = 100, R = 64 (rows 2, last row 36),
+  scale 2^24, incarnation 0x1234567, SYNC; the switch is 10.77.0.1:7000.
+
+Every step prints what it sent and got; the first mismatch fails (exit 1).
+"""
+import socket
+import struct
+import sys
+
+SWITCH = ("10.77.0.1", 7000)
+JOB, KEY = 7, 0x5E7E7E01
+NONE = 0xFFFFFFFF
+JOIN, JOIN_ACK, READ, READ_REPLY, INC, CLOCK, RELEASE, NACK, LEAVE, ERROR = range(1, 11)
+F_SATURATED, F_EVICTED, F_FINISHED, F_WAITING, F_EXACT = 2, 4, 8, 16, 32
+HDR = struct.Struct(">HBBHHIIIHH")
+
+
+def pack(op, worker, clock=0, row=0, values=(), flags=0, key=KEY, job=JOB):
+    h = HDR.pack(0x5345, 1, op, job, worker, key, clock & NONE, row, len(values), flags)
+    return h + b"".join(struct.pack(">I", v & NONE) for v in values)
+
+
+def unpack(data):
+    magic, ver, op, job, worker, key, clock, row, count, flags = HDR.unpack_from(data)
+    assert magic == 0x5345 and ver == 1, data[:24].hex()
+    assert len(data) == 24 + 4 * count, f"length {len(data)} != 24 + 4*{count}"
+    values = list(struct.unpack_from(f">{count}I", data, 24))
+    return dict(op=op, job=job, worker=worker, key=key, clock=clock, row=row, flags=flags,
+                values=values)
+
+
+def sock(port):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("10.77.0.2", port))
+    s.settimeout(1.0)
+    return s
+
+
+checks = 0
+
+
+def expect(s, what, **want):
+    global checks
+    try:
+        data, src = s.recvfrom(65536)
+    except socket.timeout:
+        print(f"FAIL {what}: no reply")
+        sys.exit(1)
+    got = unpack(data)
+    assert src == SWITCH, f"{what}: reply from {src}"
+    for k, v in want.items():
+        if got[k] != v:
+            print(f"FAIL {what}: {k} = {got[k]!r}, want {v!r}\n  got {got}")
+            sys.exit(1)
+    checks += 1
+    print(f"ok   {what}: op {got['op']} clock {got['clock']:#x} row {got['row']} "
+          f"flags {got['flags']:#x} values {got['values'][:10]}{' ...' if len(got['values']) > 10 else ''}")
+    return got
+
+
+def silence(s, what, wait=0.5):
+    global checks
+    s.settimeout(wait)
+    try:
+        data, _ = s.recvfrom(65536)
+        print(f"FAIL {what}: unexpected reply {unpack(data)}")
+        sys.exit(1)
+    except socket.timeout:
+        pass
+    finally:
+        s.settimeout(1.0)
+    checks += 1
+    print(f"ok   {what}: no reply")
+
+
+a, b, c = sock(5000), sock(5001), sock(5002)
+row0 = list(range(1, 65))
+row1 = [1000 + i for i in range(36)]
+
+a.sendto(pack(JOIN, 0), SWITCH)
+expect(a, "JOIN rank 0", op=JOIN_ACK, worker=0, clock=NONE, key=KEY, flags=0,
+       values=[2, 100, 64, NONE, NONE, NONE, 0, 2, 24, 0x1234567])
+b.sendto(pack(JOIN, 1), SWITCH)
+expect(b, "JOIN rank 1", op=JOIN_ACK, worker=1, clock=NONE, flags=0)
+c.sendto(pack(JOIN, 1), SWITCH)
+expect(c, "JOIN rank 1 from another port", op=ERROR, values=[11, JOIN])
+b.sendto(pack(JOIN, 5), SWITCH)
+expect(b, "JOIN rank 5 of 2", op=ERROR, worker=5, values=[1, JOIN])
+b.sendto(pack(JOIN, 1, key=KEY ^ 1), SWITCH)
+silence(b, "JOIN with a wrong key")
+a.sendto(pack(READ, 0, clock=0, row=0), SWITCH)
+expect(a, "READ at clock 0 (current)", op=READ_REPLY, row=0, values=[0] * 64)
+
+# Seeding: rank 0 INCs clock 0, rank 1 may not.
+a.sendto(pack(INC, 0, clock=0, row=0, values=row0), SWITCH)
+a.sendto(pack(INC, 0, clock=0, row=0, values=row0), SWITCH)  # duplicate
+a.sendto(pack(INC, 0, clock=0, row=1, values=row1), SWITCH)
+b.sendto(pack(INC, 1, clock=0, row=0, values=row0), SWITCH)  # inc_seed_not_rank0
+a.sendto(pack(INC, 0, clock=0, row=1, values=row1[:10]), SWITCH)  # bad_row_length
+silence(a, "INCs get no reply")
+a.sendto(pack(CLOCK, 0, clock=0, row=2), SWITCH)
+silence(a, "CLOCK(0) of rank 0 waits for rank 1")
+a.sendto(pack(READ, 0, clock=1, row=0), SWITCH)
+expect(a, "READ while waiting for RELEASE", op=ERROR, clock=1, values=[9, READ])
+a.sendto(pack(CLOCK, 0, clock=0, row=2), SWITCH)
+silence(a, "CLOCK(0) retransmitted while waiting")
+
+# Rank 1 completes clock 0: both are released, rank 1 by its own CLOCK's
+# packet, rank 0 by the fan-out (clone + recirculation).
+b.sendto(pack(CLOCK, 1, clock=0, row=0), SWITCH)
+expect(b, "CLOCK(0) of rank 1 -> RELEASE", op=RELEASE, worker=1, clock=0, values=[0, 0, 0])
+expect(a, "fan-out RELEASE to rank 0", op=RELEASE, worker=0, clock=0, values=[0, 0, 0])
+b.sendto(pack(CLOCK, 1, clock=0, row=0), SWITCH)
+expect(b, "CLOCK(0) retransmitted after RELEASE", op=RELEASE, worker=1, clock=0, values=[0, 0, 0])
+
+# Clock 1 under SYNC: exact reads, even after rank 1 INCs clock 1.
+a.sendto(pack(READ, 0, clock=1, row=0), SWITCH)
+expect(a, "READ(1, row 0) exact", op=READ_REPLY, row=0, flags=F_EXACT, values=row0)
+a.sendto(pack(READ, 0, clock=1, row=1), SWITCH)
+expect(a, "READ(1, row 1) exact, short row", op=READ_REPLY, row=1, flags=F_EXACT, values=row1)
+b.sendto(pack(INC, 1, clock=1, row=0, values=[5] * 64), SWITCH)
+a.sendto(pack(READ, 0, clock=1, row=0), SWITCH)
+expect(a, "READ(1, row 0) after rank 1's INC(1): still exact", op=READ_REPLY, flags=F_EXACT,
+       values=row0)
+a.sendto(pack(READ, 0, clock=2, row=0), SWITCH)
+expect(a, "READ at a future clock", op=ERROR, clock=2, row=0, values=[4, READ])
+a.sendto(pack(READ, 0, clock=1, row=2), SWITCH)
+expect(a, "READ row 2 of 2", op=ERROR, row=2, values=[2, READ])
+a.sendto(pack(INC, 0, clock=1, row=0, values=[0x7FFFFFFF] + [1] * 63), SWITCH)
+a.sendto(pack(CLOCK, 0, clock=1, row=1), SWITCH)
+silence(a, "CLOCK(1) of rank 0 waits")
+b.sendto(pack(CLOCK, 1, clock=1, row=2), SWITCH)
+expect(b, "CLOCK(1, 2 rows) with 1 row INC'd -> NACK [1]", op=NACK, clock=1, row=2, values=[1])
+b.sendto(pack(CLOCK, 1, clock=1, row=1), SWITCH)
+expect(b, "CLOCK(1) of rank 1 -> RELEASE", op=RELEASE, clock=1, values=[0, 1, 1])
+expect(a, "fan-out RELEASE(1) to rank 0", op=RELEASE, worker=0, clock=1, values=[0, 1, 1])
+
+# Clock 2: the pending clock-1 INCs are folded, saturating lane 0.
+want = [0x7FFFFFFF] + [v + 5 + 1 for v in row0[1:]]
+a.sendto(pack(READ, 0, clock=2, row=0), SWITCH)
+expect(a, "READ(2, row 0): folded, saturated", op=READ_REPLY, flags=F_EXACT | F_SATURATED,
+       values=want)
+
+# LEAVE with FINISHED from a live rank ends the job for everyone.
+b.sendto(pack(LEAVE, 1, clock=2, flags=F_FINISHED), SWITCH)
+expect(b, "LEAVE(FINISHED) of rank 1", op=LEAVE, worker=1, clock=2, flags=F_SATURATED | F_FINISHED)
+b.sendto(pack(READ, 1, clock=2, row=0), SWITCH)
+expect(b, "READ after LEAVE -> evicted", op=ERROR, flags=F_SATURATED | F_FINISHED | F_EVICTED,
+       values=[7, READ])
+a.sendto(pack(CLOCK, 0, clock=2, row=0), SWITCH)
+expect(a, "CLOCK(2) of rank 0 in a finished job -> RELEASE", op=RELEASE, clock=2,
+       flags=F_SATURATED | F_FINISHED)
+c.sendto(pack(JOIN, 1), SWITCH)
+expect(c, "JOIN rank 1 from a new port after it left", op=JOIN_ACK, worker=1, clock=2,
+       flags=F_SATURATED | F_FINISHED)
+print(f"smoke: {checks} checks passed")
