@@ -501,22 +501,22 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
 
   /* -- Actions. -- */
 
-  action drop_global(bit<32> reason) {
+  action drop_global(in bit<32> reason) {
     global_drops.count(reason);
     mark_to_drop(sm);
   }
-  action drop_job(bit<32> reason) {
+  action drop_job(in bit<32> reason) {
     job_drops.count(m.slot * 32 + reason);
     mark_to_drop(sm);
   }
   /* Refused: counted by reason, answered with ERROR `code`. */
-  action refuse(bit<32> reason, bit<32> code) {
+  action refuse(in bit<32> reason, in bit<32> code) {
     job_drops.count(m.slot * 32 + reason);
     m.reply = R_ERROR;
     m.code = code;
   }
-  action job_event(bit<32> e) { job_events.count(m.slot * 16 + e); }
-  action rank_event(bit<32> e) { rank_events.count(m.rk * 16 + e); }
+  action job_event(in bit<32> e) { job_events.count(m.slot * 16 + e); }
+  action rank_event(in bit<32> e) { rank_events.count(m.rk * 16 + e); }
 
   /* a + b clamped to the int32 range (dataplane/row_ops.cc AddSat):
    * overflow iff a and b share a sign the wrapped sum lacks. Branch-free. */
@@ -1218,7 +1218,6 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
         job_high.read(m.high, m.slot);
         rank_epoch.read(m.v0, m.rk);
         hdr.se.op = OP_RELEASE;
-        hdr.se.clock = hdr.se.clock;  /* the completed clock: done */
         hdr.se.row = 0;
         hdr.v[0].x = m.v0;
         hdr.v[1].x = m.low - 1;
