@@ -796,6 +796,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
       hdr.v[1].x = m.low;
       hdr.v[2].x = m.high;
       set_lengths();
+      truncate(66 + 12);  /* whatever the request carried beyond the lanes */
       if (m.fan_mask != 0) {
         /* m.fan stays 1: the clone's field list is copied at the end of ingress. */
         clone_preserving_field_list(CloneType.I2E, SERENE_FANOUT_SESSION, 1);
