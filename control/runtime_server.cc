@@ -37,14 +37,21 @@ Status CheckControlAddress(const std::string& address, bool have_token) {
 }
 
 Result<std::unique_ptr<RuntimeServer>> RuntimeServer::Start(dataplane::Pipeline* pipeline,
-                                                            RuntimeService::Sender send,
-                                                            RuntimeService::NowFn now,
+                                                            PipelineTarget::Sender send,
+                                                            PipelineTarget::NowFn now,
+                                                            const RuntimeServerOptions& options) {
+  auto target = std::make_unique<PipelineTarget>(pipeline, std::move(send), std::move(now));
+  auto server = Start(target.get(), options);
+  if (server.ok()) (*server)->owned_target_ = std::move(target);
+  return server;
+}
+
+Result<std::unique_ptr<RuntimeServer>> RuntimeServer::Start(SwitchTarget* target,
                                                             const RuntimeServerOptions& options) {
   Status s = CheckControlAddress(options.address, !options.token.empty());
   if (!s.ok()) return s;
   std::unique_ptr<RuntimeServer> server(new RuntimeServer());
-  server->service_ = std::make_unique<RuntimeService>(pipeline, std::move(send), std::move(now),
-                                                      options.token);
+  server->service_ = std::make_unique<RuntimeService>(target, options.token);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &port);

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "control/pipeline_target.h"
 #include "control/runtime_service.h"
 
 namespace grpc {
@@ -35,12 +36,16 @@ Status CheckControlAddress(const std::string& address, bool have_token);
 
 class RuntimeServer {
  public:
-  // Builds the service over `pipeline` and starts serving. Errors:
-  // InvalidArgument (address, see CheckControlAddress), Unavailable if the
-  // address cannot be bound.
+  // Builds the service over `target` (which must outlive the server) and
+  // starts serving. Errors: InvalidArgument (address, see
+  // CheckControlAddress), Unavailable if the address cannot be bound.
+  static Result<std::unique_ptr<RuntimeServer>> Start(SwitchTarget* target,
+                                                      const RuntimeServerOptions& options);
+  // The software switch's: the service over `pipeline` (a PipelineTarget the
+  // server owns), its packets sent through `send`.
   static Result<std::unique_ptr<RuntimeServer>> Start(dataplane::Pipeline* pipeline,
-                                                      RuntimeService::Sender send,
-                                                      RuntimeService::NowFn now,
+                                                      PipelineTarget::Sender send,
+                                                      PipelineTarget::NowFn now,
                                                       const RuntimeServerOptions& options);
   ~RuntimeServer();  // stops
 
@@ -56,6 +61,7 @@ class RuntimeServer {
  private:
   RuntimeServer() = default;
 
+  std::unique_ptr<SwitchTarget> owned_target_;  // the PipelineTarget of the second Start
   std::unique_ptr<RuntimeService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;

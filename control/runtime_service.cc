@@ -39,13 +39,10 @@ uint32_t DrawKey() {
   return key;
 }
 
-uint32_t Released(const dataplane::Output& out) { return static_cast<uint32_t>(out.size()); }
-
 }  // namespace
 
-RuntimeService::RuntimeService(dataplane::Pipeline* pipeline, Sender send, NowFn now,
-                               std::string token)
-    : pipeline_(pipeline), send_(std::move(send)), now_(std::move(now)), token_(std::move(token)) {}
+RuntimeService::RuntimeService(SwitchTarget* target, std::string token)
+    : target_(target), token_(std::move(token)) {}
 
 void RuntimeService::Shutdown() {
   {
@@ -104,22 +101,17 @@ Status RuntimeService::JobId(uint32_t job, uint16_t* out) {
   return Status::Ok();
 }
 
-Status RuntimeService::SendOutput(const dataplane::Output& out) {
-  if (out.empty()) return Status::Ok();
-  return send_(out);
-}
-
 Result<v1::JobTelemetry> RuntimeService::Snapshot(uint16_t job) const {
-  auto t = pipeline_->Telemetry(job);
+  auto t = target_->Telemetry(job);
   if (!t.ok()) return t.status();
-  return TelemetryToProto(*t, now_(), UnixMillis());
+  return TelemetryToProto(*t, target_->Now(), UnixMillis());
 }
 
 grpc::Status RuntimeService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest*,
                                       v1::ListJobsResponse* resp) {
   if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
-  for (uint16_t id : pipeline_->JobIds()) {
-    auto t = pipeline_->Telemetry(id);
+  for (uint16_t id : target_->JobIds()) {
+    auto t = target_->Telemetry(id);
     if (!t.ok()) continue;  // deleted meanwhile
     v1::JobSummary* s = resp->add_jobs();
     *s->mutable_job() = JobToProto(t->config);
@@ -144,7 +136,7 @@ grpc::Status RuntimeService::CreateJob(grpc::ServerContext* ctx, const v1::Creat
   Status s = AdmitJob(*config);
   if (!s.ok()) return Fail(s);
   config->key = DrawKey();
-  s = pipeline_->CreateJob(*config);
+  s = target_->CreateJob(*config);
   if (!s.ok()) {
     if (s.code() == Status::Code::kFailedPrecondition) {
       s = Status::ResourceExhausted(s.message());  // too many jobs
@@ -160,7 +152,7 @@ grpc::Status RuntimeService::DeleteJob(grpc::ServerContext* ctx, const v1::Delet
   if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
   uint16_t job = 0;
   Status s = JobId(req->job(), &job);
-  if (s.ok()) s = pipeline_->DeleteJob(job);
+  if (s.ok()) s = target_->DeleteJob(job);
   return s.ok() ? grpc::Status::OK : Fail(s);
 }
 
@@ -169,7 +161,7 @@ grpc::Status RuntimeService::GetPolicy(grpc::ServerContext* ctx, const v1::GetPo
   if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
   uint16_t job = 0;
   if (Status s = JobId(req->job(), &job); !s.ok()) return Fail(s);
-  auto t = pipeline_->Telemetry(job);
+  auto t = target_->Telemetry(job);
   if (!t.ok()) return Fail(t.status());
   *resp = PolicyToProto(*t);
   return grpc::Status::OK;
@@ -181,22 +173,18 @@ grpc::Status RuntimeService::SetPolicy(grpc::ServerContext* ctx, const v1::SetPo
   uint16_t job = 0;
   if (Status s = JobId(req->job(), &job); !s.ok()) return Fail(s);
   if (!req->has_rule()) return Fail(Status::InvalidArgument("rule: missing"));
-  auto t = pipeline_->Telemetry(job);
+  auto t = target_->Telemetry(job);
   if (!t.ok()) return Fail(t.status());
   auto rule = RuleFromProto(req->rule(), t->config.workers, "rule");
   if (!rule.ok()) return Fail(rule.status());
   std::optional<uint32_t> at;
   if (req->has_effective_clock()) at = req->effective_clock();
-  dataplane::Output out = dataplane::Output::ForBatch(1);
-  auto change = pipeline_->SetPolicy(job, *rule, at, now_(), &out);
+  auto change = target_->SetPolicy(job, *rule, at);
   if (!change.ok()) return Fail(change.status());
   policy_changes_.fetch_add(1, std::memory_order_relaxed);
-  resp->set_epoch(change->epoch);
-  resp->set_effective_clock(change->effective_clock);
-  resp->set_released(Released(out));
-  // The rule is installed either way; a RELEASE that did not leave is
-  // recovered by the rank's CLOCK retransmission.
-  (void)SendOutput(out);
+  resp->set_epoch(change->change.epoch);
+  resp->set_effective_clock(change->change.effective_clock);
+  resp->set_released(change->released);
   return grpc::Status::OK;
 }
 
@@ -206,17 +194,14 @@ grpc::Status RuntimeService::Evict(grpc::ServerContext* ctx, const v1::EvictRequ
   uint16_t job = 0;
   if (Status s = JobId(req->job(), &job); !s.ok()) return Fail(s);
   if (req->rank() > 65535) {
-    return Fail(Status::InvalidArgument("rank " + std::to_string(req->rank()) +
-                                        ": expected 0..workers-1"));
+    return Fail(
+        Status::InvalidArgument("rank " + std::to_string(req->rank()) + ": expected 0..workers-1"));
   }
-  dataplane::Output out = dataplane::Output::ForBatch(1);
-  bool was_live = false;
-  Status s = pipeline_->Evict(job, static_cast<uint16_t>(req->rank()), now_(), &out, &was_live);
-  if (!s.ok()) return Fail(s);
-  if (was_live) evictions_.fetch_add(1, std::memory_order_relaxed);
-  resp->set_was_live(was_live);
-  resp->set_released(Released(out));
-  (void)SendOutput(out);
+  auto eviction = target_->Evict(job, static_cast<uint16_t>(req->rank()));
+  if (!eviction.ok()) return Fail(eviction.status());
+  if (eviction->was_live) evictions_.fetch_add(1, std::memory_order_relaxed);
+  resp->set_was_live(eviction->was_live);
+  resp->set_released(eviction->released);
   return grpc::Status::OK;
 }
 
@@ -225,11 +210,9 @@ grpc::Status RuntimeService::Finish(grpc::ServerContext* ctx, const v1::FinishRe
   if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
   uint16_t job = 0;
   if (Status s = JobId(req->job(), &job); !s.ok()) return Fail(s);
-  dataplane::Output out = dataplane::Output::ForBatch(1);
-  Status s = pipeline_->Finish(job, now_(), &out);
-  if (!s.ok()) return Fail(s);
-  resp->set_released(Released(out));
-  (void)SendOutput(out);
+  auto released = target_->Finish(job);
+  if (!released.ok()) return Fail(released.status());
+  resp->set_released(*released);
   return grpc::Status::OK;
 }
 
@@ -255,15 +238,15 @@ grpc::Status RuntimeService::StreamTelemetry(grpc::ServerContext* ctx,
   if (period_ms < kMinPeriodMs || period_ms > kMaxPeriodMs) {
     return Fail(Status::InvalidArgument("period_ms " + std::to_string(req->period_ms()) +
                                         ": expected " + std::to_string(kMinPeriodMs) + ".." +
-                                        std::to_string(kMaxPeriodMs) + " (0 = " +
-                                        std::to_string(kDefaultPeriodMs) + ")"));
+                                        std::to_string(kMaxPeriodMs) +
+                                        " (0 = " + std::to_string(kDefaultPeriodMs) + ")"));
   }
   streams_.fetch_add(1, std::memory_order_relaxed);
   const auto period = std::chrono::milliseconds(period_ms);
   auto next = std::chrono::steady_clock::now();
   while (true) {
     auto t = Snapshot(job);
-    if (!t.ok()) return ToGrpcStatus(t.status());  // the job was deleted
+    if (!t.ok()) return ToGrpcStatus(t.status());     // the job was deleted
     if (!writer->Write(*t)) return grpc::Status::OK;  // the client went away
     next += period;
     std::unique_lock lock(shutdown_mu_);

@@ -1,29 +1,28 @@
 // RuntimeService: the runtime API (control/runtime.proto) over a switch's
-// Pipeline — what `serene-switch --control` serves. It translates typed
-// requests into the data plane's control operations (CreateJob, SetPolicy
-// into the idle bank, Evict, Finish, Telemetry) and puts the packets they
-// emit (RELEASEs of ranks a change unblocks) on the wire through `send`.
+// data plane — what `serene-switch --control` serves. It translates typed
+// requests into the target's control operations (CreateJob, SetPolicy into
+// the idle bank, Evict, Finish, Telemetry; control/switch_target.h), which
+// put the packets they emit (RELEASEs of ranks a change unblocks) on the
+// wire themselves.
 //
 // Every call is authenticated first when a token is set: a missing or wrong
 // token is UNAUTHENTICATED, changes nothing and is counted. Bad arguments are
 // INVALID_ARGUMENT naming the field and the value, checked before anything
 // changes.
 //
-// Thread-safe: gRPC calls it from its own threads; the Pipeline serializes
+// Thread-safe: gRPC calls it from its own threads; the target serializes
 // per job.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <string>
 
 #include "common/status.h"
 #include "control/runtime.grpc.pb.h"
-#include "dataplane/output.h"
-#include "dataplane/pipeline.h"
+#include "control/switch_target.h"
 
 namespace serene::control {
 
@@ -40,14 +39,9 @@ struct RuntimeApiCounters {
 
 class RuntimeService final : public v1::Runtime::Service {
  public:
-  // Puts packets a control operation emitted on the wire (SwitchServer::Send).
-  using Sender = std::function<Status(const dataplane::Output&)>;
-  // The data plane's clock: steady nanoseconds, the time base of its stamps.
-  using NowFn = std::function<dataplane::Timestamp()>;
-
-  // `pipeline` must outlive the service. Empty `token`: no authentication
+  // `target` must outlive the service. Empty `token`: no authentication
   // (the server only allows that on a loopback address).
-  RuntimeService(dataplane::Pipeline* pipeline, Sender send, NowFn now, std::string token);
+  RuntimeService(SwitchTarget* target, std::string token);
 
   // Ends every telemetry stream (they finish with UNAVAILABLE) and makes new
   // ones end at once; call before shutting the gRPC server down.
@@ -82,11 +76,8 @@ class RuntimeService final : public v1::Runtime::Service {
   // Checks a job id field (1..65535).
   static Status JobId(uint32_t job, uint16_t* out);
   Result<v1::JobTelemetry> Snapshot(uint16_t job) const;
-  Status SendOutput(const dataplane::Output& out);
 
-  dataplane::Pipeline* const pipeline_;
-  const Sender send_;
-  const NowFn now_;
+  SwitchTarget* const target_;
   const std::string token_;
 
   std::mutex shutdown_mu_;
