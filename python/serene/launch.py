@@ -13,10 +13,13 @@ runs the C++ ranks the same way.
 
 It waits for every rank. If one fails, or the switch dies, or --timeout
 passes, it stops the others and exits non-zero saying which and why; it stops
-the switch it started in every case.
+the switch it started in every case — even when the launcher itself is
+killed with SIGKILL (the switch gets SIGTERM from the kernel), after which
+the ranks fail at their client deadline.
 """
 
 import argparse
+import ctypes
 import os
 import random
 import re
@@ -34,6 +37,13 @@ _LISTENING = re.compile(r"listening on (\S+)")
 
 def _log(message):
     print(f"serene.launch: {message}", file=sys.stderr, flush=True)
+
+
+def _die_with_parent():
+    """In the child before exec: SIGTERM when the launcher dies, even of
+    kill -9, so a switch it started never outlives it (Linux prctl)."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 class LaunchError(Exception):
@@ -73,6 +83,7 @@ class SwitchProcess:
             stdout=self._log,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=_die_with_parent,  # started before any thread of ours
         )
         self.address = None
         found = threading.Event()

@@ -2,9 +2,12 @@
 failing rank, a hung job and bad flags end it with a clear message."""
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +98,64 @@ def test_no_python_runs_a_program(tmp_path):
     assert lines[0].startswith("rank 0 of 2 at 127.0.0.1:") and lines[1].startswith("rank 1 of 2")
     r = launch(tmp_path, "--nproc", "2", "--elements", "10", "--no-python", "no-such-program-x")
     assert r.returncode != 0 and "no such program" in r.stderr
+
+
+def test_kill_9_of_the_launcher_stops_its_switch_and_ranks(tmp_path):
+    # Ranks that train until told otherwise, with a 3 s client deadline.
+    script = tmp_path / "forever.py"
+    script.write_text(textwrap.dedent(
+        """
+        import os, sys
+        import numpy as np
+        import serene
+        open(sys.argv[1] + "/pid" + os.environ["RANK"], "w").write(str(os.getpid()))
+        c = serene.Client.from_env(deadline_s=3)
+        info = c.join()
+        model = np.zeros(info.elements, np.float32)
+        c.initialize(model)
+        while True:
+            c.pull(model)
+            c.push(np.zeros(info.elements, np.float32))
+            c.clock()
+        """))
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "serene.launch", "--nproc", "2", "--elements", "10",
+         str(script), str(tmp_path)], stderr=subprocess.PIPE, text=True)
+    address = None
+    for line in launcher.stderr:
+        if line.startswith("serene.launch: switch "):
+            address = line.split()[2]
+        if "starting 2 rank(s)" in line:
+            break
+    assert address is not None
+    pid_files = [tmp_path / "pid0", tmp_path / "pid1"]
+    deadline = time.monotonic() + 30
+    while not all(p.exists() and p.read_text() for p in pid_files):
+        assert time.monotonic() < deadline, "the ranks did not start"
+        time.sleep(0.05)
+    time.sleep(0.5)  # the ranks train
+    launcher.kill()
+    launcher.wait()
+    port = int(address.rsplit(":", 1)[1])
+
+    def switch_gone():
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+                return True
+            except OSError:
+                return False
+
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        # A zombie (exited, parent gone) counts as gone.
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+    pids = [int(p.read_text()) for p in pid_files]
+    deadline = time.monotonic() + 30
+    while not switch_gone() or any(alive(p) for p in pids):
+        assert time.monotonic() < deadline, "the switch or a rank outlived the killed launcher"
+        time.sleep(0.1)
