@@ -16,8 +16,14 @@ LR = 0.5
 
 
 def make_module(seed):
-    torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    # Weights from a generator of its own: ranks build their modules in
+    # threads at once, and torch's global generator is shared between them.
+    module = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, generator=generator))
+    return module
 
 
 def linear_loss(module, weight):
