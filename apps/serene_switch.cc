@@ -1,18 +1,21 @@
 // serene-switch: the Serene switch daemon. Parses flags, builds the pipeline
 // with its static jobs, runs the UDP ports, the silence evictor and the
-// runtime API until SIGINT/SIGTERM, then prints the counters. Everything else
-// lives in switch/ and control/ (see docs/switch.md, docs/control.md).
+// runtime API until SIGINT/SIGTERM, then prints the counters. With --target
+// bmv2 the data plane is p4/serene.p4 in BMv2 instead (bmv2/bmv2_daemon.h).
+// Everything else lives in switch/, control/ and bmv2/ (docs/switch.md,
+// docs/control.md, docs/p4.md).
 #include <pthread.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <csignal>
-#include <random>
 #include <cstdio>
+#include <random>
 #include <string>
 
 #include "apps/cli_parse.h"
+#include "bmv2/bmv2_daemon.h"
 #include "control/job_admission.h"
 #include "control/runtime_client.h"
 #include "control/runtime_server.h"
@@ -32,7 +35,13 @@ int main(int argc, char** argv) {
       "Flags override the --config file; jobs from both are combined. See docs/switch.md."};
   serene::switchd::SwitchFlags flags;
   serene::switchd::AddSwitchFlags(&app, &flags);
+  serene::bmv2::Bmv2Flags target_flags;
+  serene::bmv2::AddBmv2Flags(&app, &target_flags);
   if (auto code = serene::apps::ParseCommandLine(app, argc, argv)) return *code;
+  if (serene::Status s = serene::bmv2::CheckTargetFlags(target_flags, flags); !s.ok()) {
+    std::fprintf(stderr, "serene-switch: %s\n", s.message().c_str());
+    return 2;
+  }
 
   auto config = serene::switchd::BuildConfig(flags);
   if (!config.ok()) {
@@ -68,6 +77,10 @@ int main(int argc, char** argv) {
       spdlog::critical("--control: {}", s.message());
       return 2;
     }
+  }
+
+  if (target_flags.target == "bmv2") {
+    return serene::bmv2::RunBmv2Daemon(target_flags, *config, token, stop_signals);
   }
 
   // Each job's incarnation (JOIN_ACK) must differ from a previous switch's,
@@ -111,9 +124,10 @@ int main(int argc, char** argv) {
       spdlog::critical("{}", r.status().message());
       return 1;
     } else {
-      spdlog::warn("runtime API not served: {} (another serene-switch on this host? pass "
-                   "--control HOST:PORT, port 0 = any free one, or --control off)",
-                   r.status().message());
+      spdlog::warn(
+          "runtime API not served: {} (another serene-switch on this host? pass "
+          "--control HOST:PORT, port 0 = any free one, or --control off)",
+          r.status().message());
     }
   }
 

@@ -46,13 +46,41 @@ def unpack(data):
 
 
 def sock(port):
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s = Sock(socket.AF_INET, socket.SOCK_DGRAM)
+    NAMES[s] = "abc"[port - 5000]
     s.bind((BIND, port))
     s.settimeout(1.0)
     return s
 
 
 checks = 0
+
+# SMOKE_RECORD=FILE writes the exchange as golden packets (p4/golden/README.md):
+# every datagram sent, every reply as expected (hex; '.' = any nibble, a
+# trailing '*' = longer replies allowed), every silence. The C++ data plane's
+# tests and p4/golden.py replay the file against either switch.
+RECORD = open(os.environ["SMOKE_RECORD"], "w") if os.environ.get("SMOKE_RECORD") else None
+NAMES = {}
+
+
+class Sock(socket.socket):
+    def sendto(self, data, addr):
+        if RECORD:
+            RECORD.write(f"send {NAMES[self]} {data.hex()}\n")
+        return super().sendto(data, addr)
+
+
+def record_reply(s, what, data, want):
+    if not RECORD:
+        return
+    h = data.hex()
+    got = unpack(data)
+    if got["op"] == JOIN_ACK:  # the incarnation is each switch's own draw
+        h = h[:48 + 9 * 8] + "." * 8 + h[48 + 10 * 8:]
+    if "values_prefix" in want and got["op"] != JOIN_ACK:  # only the first values are the contract
+        n = len(want["values_prefix"])
+        h = h[:40] + "...." + h[44:48 + 8 * n] + "*"
+    RECORD.write(f"# {what}\nexpect {NAMES[s]} {h}\n")
 
 
 def expect(s, what, **want):
@@ -64,6 +92,7 @@ def expect(s, what, **want):
         sys.exit(1)
     got = unpack(data)
     assert src == SWITCH, f"{what}: reply from {src}"
+    record_reply(s, what, data, want)
     for k, v in want.items():
         if k == "values_prefix":
             k, v = "values", v + got["values"][len(v):]  # a longer reply may follow
@@ -88,6 +117,8 @@ def silence(s, what, wait=0.5):
     finally:
         s.settimeout(1.0)
     checks += 1
+    if RECORD:
+        RECORD.write(f"# {what}\nsilence {NAMES[s]}\n")
     print(f"ok   {what}: no reply")
 
 
