@@ -23,77 +23,13 @@
 set -euo pipefail
 BUILD=$(cd "${1:?usage: conformance.sh BUILD_DIR software|bmv2}" && pwd)
 TARGET=${2:?usage: conformance.sh BUILD_DIR software|bmv2}
-P4=${P4:-/opt/p4}
-HERE=$(cd "$(dirname "$0")" && pwd)
-PY=/usr/bin/python3
-BIN=$BUILD/bin
-LOG=$(mktemp /tmp/serene-conformance.XXXXXX)
-NS=serene-p4c$$
-SW_IF=sp4s$$
-W_IF=sp4w$$
-SW_PID=
 SMOKE_JOB=id=7,workers=2,elements=100,row=64,key=0x5e7e7e01
 BENCH_JOB=id=8,workers=2,elements=1000,row=64,key=0x5e4e
 SYNC_JOB=id=9,workers=2,elements=1000,row=64,key=0x5e4e
 GOLDEN_JOB=id=10,workers=2,elements=100,row=64,key=0x5e7e7e01
-
-cleanup() {
-  if [[ -n $SW_PID ]]; then kill "$SW_PID" 2>/dev/null || true; wait "$SW_PID" 2>/dev/null || true; fi
-  if [[ $TARGET == bmv2 ]]; then
-    ip netns del "$NS" 2>/dev/null || true
-    ip link del "$SW_IF" 2>/dev/null || true
-  fi
-}
-trap cleanup EXIT
-fail() { echo "conformance ($TARGET): FAIL: $*"; echo "--- switch log:"; cat "$LOG"; exit 1; }
-
-case $TARGET in
-  software)
-    "$BIN/serene-switch" --bind 127.0.0.1 --port 0 --control 127.0.0.1:0 \
-      --job "$SMOKE_JOB" --job "$BENCH_JOB" --job "$SYNC_JOB" --job "$GOLDEN_JOB" >"$LOG" 2>&1 &
-    SW_PID=$!
-    RUN=()
-    BIND=127.0.0.1
-    ;;
-  bmv2)
-    if [[ $(id -u) != 0 ]]; then
-      echo "SKIPPED: the bmv2 conformance suite needs root (network namespace, veth, simple_switch)"
-      exit 77
-    fi
-    if [[ ! -x $P4/bin/simple_switch || ! -x $P4/bin/p4c-bm2-ss ]]; then
-      echo "SKIPPED: the P4 toolchain is not installed in $P4 (docs/p4.md \"The toolchain\")"
-      exit 77
-    fi
-    ip netns add "$NS"
-    ip link add "$SW_IF" type veth peer name "$W_IF"
-    ip link set "$W_IF" netns "$NS"
-    sysctl -qw "net.ipv6.conf.$SW_IF.disable_ipv6=1" || true
-    ip link set "$SW_IF" up
-    ip -n "$NS" link set lo up
-    ip -n "$NS" addr add 10.77.0.2/24 dev "$W_IF"
-    ip -n "$NS" link set "$W_IF" up
-    ip -n "$NS" neigh replace 10.77.0.1 lladdr 02:53:45:00:00:01 dev "$W_IF" nud permanent
-    # Trains of datagrams (GSO) would cross the veth unsegmented; BMv2 sees frames.
-    ip netns exec "$NS" ethtool -K "$W_IF" tx off >/dev/null 2>&1 || true
-    "$BIN/serene-switch" --target bmv2 --interface "$SW_IF" --address 10.77.0.1:7000 \
-      --thrift-port $((9090 + $$ % 500)) --control 127.0.0.1:0 \
-      --job "$SMOKE_JOB" --job "$BENCH_JOB" --job "$SYNC_JOB" --job "$GOLDEN_JOB" >"$LOG" 2>&1 &
-    SW_PID=$!
-    RUN=(ip netns exec "$NS")
-    BIND=10.77.0.2
-    ;;
-  *) echo "conformance.sh: target must be software or bmv2, not '$TARGET'"; exit 2 ;;
-esac
-
-for _ in $(seq 600); do
-  grep -q "listening on" "$LOG" && break
-  kill -0 "$SW_PID" 2>/dev/null || fail "the switch exited at start"
-  sleep 0.2
-done
-grep -q "listening on" "$LOG" || fail "the switch did not start within 120 s"
-SWITCH=$(grep -o "listening on [0-9.]*:[0-9]*" "$LOG" | head -1 | awk '{print $3}')
-CONTROL=$(grep -o "runtime API at [0-9.]*:[0-9]*" "$LOG" | head -1 | awk '{print $4}')
-echo "conformance ($TARGET): switch at $SWITCH, runtime API at $CONTROL"
+source "$(dirname "$0")/switch_env.sh"
+start_switch "$SMOKE_JOB" "$BENCH_JOB" "$SYNC_JOB" "$GOLDEN_JOB"
+HERE=$P4_DIR
 
 echo "--- 1. packet-level checks (p4/smoke.py)"
 SMOKE_SWITCH=$SWITCH SMOKE_BIND=$BIND SMOKE_INCARNATION=any "${RUN[@]}" "$PY" "$HERE/smoke.py" \

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Real training through either switch: two serene-train ranks (MLP
+# 784-100-10 on Fashion-MNIST, SYNC, seed 1) for STEPS steps against a job of
+# rows of 64 values (what the P4 switch carries), then the test accuracy.
+#
+#   p4/train.sh BUILD_DIR software|bmv2 [STEPS]   # prints "accuracy X"
+#   p4/train.sh BUILD_DIR compare [STEPS]         # both; the accuracies must be equal
+#
+# Under SYNC every pull is the exact sum of the same updates, so the same
+# seed gives bit-identical models through either switch: `compare` asserts
+# equal accuracy, not close. Exits 77 (ctest: skipped) with the reason when
+# the bmv2 target cannot run (root, /opt/p4).
+set -euo pipefail
+BUILD=$(cd "${1:?usage: train.sh BUILD_DIR software|bmv2|compare [STEPS]}" && pwd)
+TARGET=${2:?usage: train.sh BUILD_DIR software|bmv2|compare [STEPS]}
+STEPS=${3:-100}
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+if [[ $TARGET == compare ]]; then
+  P4=${P4:-/opt/p4}
+  if [[ $(id -u) != 0 || ! -x $P4/bin/simple_switch || ! -x $P4/bin/p4c-bm2-ss ]]; then
+    echo "SKIPPED: training through BMv2 needs root and the P4 toolchain in $P4 (docs/p4.md)"
+    exit 77
+  fi
+  sw=$(bash "$0" "$BUILD" software "$STEPS" | tail -1)
+  echo "software switch: $sw"
+  bm=$(bash "$0" "$BUILD" bmv2 "$STEPS" | tail -1)
+  echo "P4 switch (BMv2): $bm"
+  [[ $sw == accuracy* && $sw == "$bm" ]] || { echo "FAIL: the accuracies differ"; exit 1; }
+  echo "train.sh: equal accuracy through both switches after $STEPS steps"
+  exit 0
+fi
+
+source "$HERE/switch_env.sh"
+[[ -x $BIN/serene-train ]] || { echo "SKIPPED: serene-train was not built (SERENE_WITH_TORCH=OFF)"; exit 77; }
+start_switch "id=1,workers=2,elements=79510,row=64,key=0x5e4e"
+OUT=$(mktemp -d /tmp/serene-p4-train.XXXXXX)
+started=$(date +%s)
+pids=()
+for rank in 0 1; do
+  "${RUN[@]}" "$BIN/serene-train" --backend serene --rank $rank --world-size 2 \
+    --switch "$SWITCH" --job 1 --key 0x5e4e --steps "$STEPS" --eval-every "$STEPS" \
+    --seed 1 --metrics "$OUT/rank{rank}.json" --log-level warn >"$OUT/rank$rank.log" 2>&1 &
+  pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || { cat "$OUT"/rank*.log; fail "a rank failed"; }; done
+acc=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['final_accuracy'])" \
+  "$OUT/rank0.json")
+echo "$TARGET: $STEPS steps in $(( $(date +%s) - started )) s"
+rm -rf "$OUT"
+echo "accuracy $acc"
