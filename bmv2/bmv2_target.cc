@@ -364,7 +364,9 @@ Result<dataplane::JobTelemetry> Bmv2Target::Telemetry(uint16_t job) const {
   auto next = [&] { return v[at++]; };
   auto u32 = [](uint64_t x) { return static_cast<uint32_t>(x); };
   // kJobRegisters order.
-  t.live_workers = u32(next());
+  // job_live is the barrier pass's summary, 0 until the first pass; the
+  // C++ pipeline counts every rank not evicted, as below.
+  (void)next();
   t.low = u32(next()) - 1;  // stored plus one; 0 - 1 = kNoClock
   t.high = u32(next()) - 1;
   t.max_released = u32(next()) - 1;
@@ -431,6 +433,7 @@ Result<dataplane::JobTelemetry> Bmv2Target::Telemetry(uint16_t job) const {
     wt.counters.clock_retransmits = re[kRankClockRetransmits];
     wt.counters.evictions = re[kRankEvictions];
     wt.counters.incs_duplicate = re[kRankDuplicates];
+    if (wt.live) ++t.live_workers;
     t.workers.push_back(wt);
   }
   return t;

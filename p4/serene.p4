@@ -260,7 +260,7 @@ struct meta_t {
   bit<16> values_left;   /* parser loop */
   bit<32> len_diff;      /* UDP length - (32 + 4 * count) */
   bit<1> endpoint;
-  bit<1> control;
+  bit<1> from_control;
 
   /* The job (table `jobs`). */
   bit<32> slot;
@@ -465,7 +465,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
     size = 64;
   }
 
-  action set_control() { m.control = 1; }
+  action set_control() { m.from_control = 1; }
   /* Ports that may send kicks (the control back end's port). */
   table control_port {
     key = { sm.ingress_port: exact; }
@@ -732,7 +732,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
         return;
       }
       bit<1> kick = 0;
-      if (m.control == 1 && hdr.se.op >= KICK_EVAL && hdr.se.op <= KICK_POLICY) { kick = 1; }
+      if (m.from_control == 1 && hdr.se.op >= KICK_EVAL && hdr.se.op <= KICK_POLICY) { kick = 1; }
       if (kick == 0 && (hdr.se.op < 1 || hdr.se.op > 10)) {
         drop_global(G_BAD_OP);
         return;

@@ -62,6 +62,9 @@ start_switch() {
       ip -n "$NS" addr add 10.77.0.2/24 dev "$W_IF"
       ip -n "$NS" link set "$W_IF" up
       ip -n "$NS" neigh replace 10.77.0.1 lladdr 02:53:45:00:00:01 dev "$W_IF" nud permanent
+      # A veth hands a train of datagrams (UDP GSO) to its peer unsegmented and
+      # simple_switch would see one oversized frame: segment in the kernel.
+      ip netns exec "$NS" ethtool -K "$W_IF" tx-udp-segmentation off >/dev/null
       "$BIN/serene-switch" --target bmv2 --interface "$SW_IF" --address 10.77.0.1:7000 \
         --thrift-port $((9090 + $$ % 500)) --control 127.0.0.1:0 "${jobs[@]}" >"$LOG" 2>&1 &
       SW_PID=$!
