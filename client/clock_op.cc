@@ -31,8 +31,8 @@ ClockOp::ClockOp(Transport& t, const RankState& rank, uint32_t clock, uint32_t r
           std::chrono::duration_cast<SteadyClock::duration>(t.options().deadline) / 4)) {}
 
 Status ClockOp::SendClock(uint16_t flags) {
-  next_send_ = SteadyClock::now() + std::min<SteadyClock::duration>(t_.rtt().Rto(attempts_),
-                                                                     kClockRtoCap);
+  next_send_ =
+      SteadyClock::now() + std::min<SteadyClock::duration>(t_.rtt().Rto(attempts_), kClockRtoCap);
   return t_.Send(proto::Op::kClock, clock_, rows_, flags);
 }
 
@@ -67,8 +67,6 @@ Status ClockOp::ResendRows(const proto::PacketView& nack) {
   if (!rank_.pushed) return Status::Ok();  // nothing of ours to re-send (e.g. clock 0 of rank > 0)
   const uint32_t rows = rank_.info.rows;
   const uint16_t count = nack.header.count;
-  // With a list: re-send the listed rows and every row >= scan_end; without: all.
-  uint32_t scan_end = 0;
   auto resend = [&](uint32_t r) {
     const size_t begin = size_t{r} * rank_.info.row_width;
     const size_t len = std::min<size_t>(rank_.info.row_width, rank_.info.elements - begin);
@@ -76,14 +74,31 @@ Status ClockOp::ResendRows(const proto::PacketView& nack) {
     return t_.Queue(proto::Op::kInc, clock_, r, proto::flags::kRetransmit,
                     {rank_.inc.data() + begin, len});
   };
-  if (count >= proto::nack::kFirstMissing) {
-    scan_end = std::min(rows, static_cast<uint32_t>(nack.Value(proto::nack::kScanEnd)));
-    for (size_t i = proto::nack::kFirstMissing; i < count; ++i) {
-      const uint32_t r = static_cast<uint32_t>(nack.Value(i));
-      if (r >= scan_end) continue;
-      Status s = resend(r);
+  if (count < proto::nack::kFirstMissing) {
+    // Only [received]: which rows are missing is unknown. Re-send a window
+    // of rows per NACK, moving on each time: a switch that drops the tail of
+    // a burst (BMv2) would lose the same rows of every full re-send. Start
+    // where the rows that arrived probably end.
+    const uint32_t n = std::min(rows, std::max<uint32_t>(t_.options().window, 1));
+    if (resend_next_ >= rows) {
+      resend_next_ = static_cast<uint32_t>(
+          std::min<int64_t>(std::max<int64_t>(nack.Value(proto::nack::kReceived), 0), rows) % rows);
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+      Status s = resend((resend_next_ + i) % rows);
       if (!s.ok()) return s;
     }
+    resend_next_ = (resend_next_ + n) % rows;
+    return t_.Flush();
+  }
+  // With a list: re-send the listed rows and every row >= scan_end.
+  const uint32_t scan_end =
+      std::min(rows, static_cast<uint32_t>(nack.Value(proto::nack::kScanEnd)));
+  for (size_t i = proto::nack::kFirstMissing; i < count; ++i) {
+    const uint32_t r = static_cast<uint32_t>(nack.Value(i));
+    if (r >= scan_end) continue;
+    Status s = resend(r);
+    if (!s.ok()) return s;
   }
   for (uint32_t r = scan_end; r < rows; ++r) {
     Status s = resend(r);
@@ -190,14 +205,14 @@ Status ClockOp::Stalled(bool switch_silent) const {
   if (switch_silent) return SilenceError(t_, "CLOCK " + ClockText(clock_));
   const auto secs =
       std::chrono::duration_cast<std::chrono::duration<double>>(t_.options().deadline);
-  const std::string who = "job " + std::to_string(t_.options().job) + " rank " +
-                          std::to_string(t_.options().rank);
+  const std::string who =
+      "job " + std::to_string(t_.options().job) + " rank " + std::to_string(t_.options().rank);
   const std::string for_s = " for " + std::to_string(secs.count()).substr(0, 5) + " s";
   if (nacks_ > 0 && best_received_ < static_cast<int64_t>(rows_)) {
     return Status::DeadlineExceeded(
         who + ": the switch kept NACKing CLOCK " + ClockText(clock_) + ": it holds " +
-        std::to_string(std::max<int64_t>(best_received_, 0)) + " of the " +
-        std::to_string(rows_) + " rows announced, and re-sent INCs did not add any" + for_s +
+        std::to_string(std::max<int64_t>(best_received_, 0)) + " of the " + std::to_string(rows_) +
+        " rows announced, and re-sent INCs did not add any" + for_s +
         "; it refuses them (see its drop counters, e.g. inc_early or bad_row_length)");
   }
   return Status::DeadlineExceeded(

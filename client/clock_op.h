@@ -74,7 +74,8 @@ class ClockOp final : public Operation {
   SteadyClock::time_point next_probe_;
   int64_t best_received_ = -1;  // most rows any NACK said arrived
   uint32_t nacks_ = 0;
-  bool seen_barrier_ = false;   // low_, high_, epoch_ are set
+  uint32_t resend_next_ = UINT32_MAX;  // short NACKs: the next row to re-send (unset)
+  bool seen_barrier_ = false;          // low_, high_, epoch_ are set
   uint32_t low_ = 0, high_ = 0, epoch_ = 0;
 };
 

@@ -285,6 +285,7 @@ struct meta_t {
   bit<1> joined;
   bit<1> gone;           /* not live (evicted or left) */
   bit<32> seen_rows;     /* rows_this_clock */
+  bit<32> prefix;        /* rows 0..prefix-1 INC'd at done + 1 (the NACK's scan_end) */
   bit<32> sender;        /* CheckSender verdict: 0 or a D_ reason */
 
   /* Job registers. */
@@ -415,6 +416,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
   register<bit<1>>(RANK_SLOTS) rank_joined;
   register<bit<1>>(RANK_SLOTS) rank_gone;        /* not live: evicted or left */
   register<bit<32>>(RANK_SLOTS) rank_rows;       /* distinct rows INC'd at done + 1 */
+  register<bit<32>>(RANK_SLOTS) rank_prefix;     /* rows 0..prefix-1 all INC'd at done + 1 */
   register<bit<32>>(RANK_SLOTS) rank_epoch;      /* epoch of the bank that released `done` */
   register<bit<48>>(RANK_SLOTS) rank_seen;       /* last authenticated packet, µs */
   register<bit<32>>(RANK_SLOTS) rank_ip;         /* bound address (JOIN) */
@@ -559,6 +561,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
     rank_joined.read(m.joined, m.rk);
     rank_gone.read(m.gone, m.rk);
     rank_rows.read(m.seen_rows, m.rk);
+    rank_prefix.read(m.prefix, m.rk);
   }
 
   /* Replies leave by the ingress port, from the address the request
@@ -920,6 +923,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
               rank_done.write(m.rk, m.low + 1);
               rank_unreleased.write(m.rk, 0);
               rank_rows.write(m.rk, 0);
+              rank_prefix.write(m.rk, 0);
               m.unrel = 0;
             }
             rank_gone.write(m.rk, 0);
@@ -1007,6 +1011,10 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
             }
             /* Exactly once per (rank, row, clock): one tag per (rank, row). */
             inc_tag.read(m.t, m.tidx);
+            /* The prefix grows with any INC of its next row, new or not: a
+             * worker re-sends rows in order, so it walks over rows that
+             * arrived earlier out of order. */
+            if (hdr.se.row == m.prefix) { rank_prefix.write(m.rk, m.prefix + 1); }
             if (m.t == hdr.se.clock + 1) {
               rank_event(V_INCS_DUPLICATE);
               drop_job(D_INC_DUPLICATE);
@@ -1092,7 +1100,8 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
             drop_job(D_CLOCK_EARLY);
             return;
           } else if (m.seen_rows != hdr.se.row) {
-            /* Rows missing: NACK [received] (protocol.md: re-send every row). */
+            /* Rows missing: NACK [received, scan_end] with no list: every row
+             * below the prefix arrived (protocol.md: re-send rows >= scan_end). */
             m.reply = R_NACK;
             rank_event(V_NACKS);
             job_event(V_NACKS);
@@ -1102,6 +1111,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
             rank_unreleased.write(m.rk, 1);
             rank_waiting.write(m.rk, 1);
             rank_rows.write(m.rk, 0);
+            rank_prefix.write(m.rk, 0);
             rank_event(V_CLOCKS);
             m.pass = 1;
             m.reply = R_RELEASE;   /* if the pass releases this rank */
@@ -1177,7 +1187,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
       } else if (m.reply == R_RELEASE) {
         m.nout = 3;
       } else if (m.reply == R_NACK) {
-        m.nout = 1;
+        m.nout = 2;
       } else if (m.reply == R_LEAVE) {
         m.nout = 0;
       }
@@ -1226,6 +1236,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
       } else if (m.reply == R_NACK) {
         hdr.se.op = OP_NACK;          /* row: the announced count, echoed */
         hdr.v[0].x = m.seen_rows;
+        hdr.v[1].x = m.prefix;
       } else if (m.reply == R_LEAVE) {
         hdr.se.row = 0;
       } else if (m.reply == R_KICK) {

@@ -10,7 +10,8 @@
 # software: serene-switch on 127.0.0.1, ephemeral ports. bmv2: a veth pair
 # whose one end is simple_switch's port 0 and whose other end, 10.77.0.2, is
 # in a fresh network namespace where the workers run (static neighbour for the
-# switch's 10.77.0.1); serene-switch --target bmv2 compiles p4/serene.p4.
+# switch's 10.77.0.1); serene-switch --target bmv2 compiles p4/serene.p4
+# (or loads P4_JSON, a compiled program).
 # Without root or the toolchain (P4, default /opt/p4) the caller exits 77
 # (ctest: skipped) with the reason. Everything is removed on exit.
 P4=${P4:-/opt/p4}
@@ -65,8 +66,11 @@ start_switch() {
       # A veth hands a train of datagrams (UDP GSO) to its peer unsegmented and
       # simple_switch would see one oversized frame: segment in the kernel.
       ip netns exec "$NS" ethtool -K "$W_IF" tx-udp-segmentation off >/dev/null
+      local program=()
+      if [[ -n ${P4_JSON:-} ]]; then program=(--p4-json "$P4_JSON"); fi
       "$BIN/serene-switch" --target bmv2 --interface "$SW_IF" --address 10.77.0.1:7000 \
-        --thrift-port $((9090 + $$ % 500)) --control 127.0.0.1:0 "${jobs[@]}" >"$LOG" 2>&1 &
+        --thrift-port $((9090 + $$ % 500)) --control 127.0.0.1:0 "${program[@]}" "${jobs[@]}" \
+        >"$LOG" 2>&1 &
       SW_PID=$!
       RUN=(ip netns exec "$NS")
       BIND=10.77.0.2

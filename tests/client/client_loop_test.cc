@@ -32,8 +32,9 @@ ClientOptions Options(const FakeSwitch& sw, uint32_t rank,
   return o;
 }
 
-std::unique_ptr<Client> Joined(const FakeSwitch& sw, uint32_t rank,
-                               std::chrono::milliseconds deadline = std::chrono::milliseconds(1500)) {
+std::unique_ptr<Client> Joined(
+    const FakeSwitch& sw, uint32_t rank,
+    std::chrono::milliseconds deadline = std::chrono::milliseconds(1500)) {
   auto c = Client::Connect(Options(sw, rank, deadline));
   EXPECT_TRUE(c.ok());
   auto info = (*c)->Join();
@@ -77,6 +78,48 @@ TEST(ClientLoop, ASwitchThatKeepsNackingEndsTheWaitWithinTheDeadline) {
       << released.status().message();
   EXPECT_LT(Seconds(Clock::now() - start), 1.5 + 2.0);
   EXPECT_GT(sw.Count(Op::kInc), 10u) << "the rows were re-sent";
+}
+
+TEST(ClientLoop, ShortNacksGetAWindowOfRowsAtATimeUntilEveryRowArrived) {
+  // A switch like BMv2: it keeps only the first 8 INCs of each burst (its
+  // input queue overflows) and NACKs with [received] alone. Re-sending every
+  // row from row 0 would deliver the same 8 rows forever; a window that moves
+  // on at each NACK gets every row through.
+  constexpr uint32_t kRows = 1000, kWindow = 16;
+  std::vector<bool> have(kRows, false);  // the switch thread's
+  uint32_t in_burst = 0;
+  std::atomic<uint32_t> received{0}, largest_resend{0}, nacks{0};
+  FakeSwitch sw(2, kRows, 1, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op == Op::kJoin) reply.JoinAck(r, 4, kIncarnation);
+    if (r.header.op == Op::kInc) {
+      if (nacks > 0) largest_resend = std::max(largest_resend.load(), in_burst + 1);
+      if (in_burst++ < 8 && !have[r.header.row]) {
+        have[r.header.row] = true;
+        ++received;
+      }
+    }
+    if (r.header.op == Op::kClock) {
+      in_burst = 0;
+      if (received < kRows) {
+        ++nacks;
+        reply.Send(r, Op::kNack, r.header.clock, r.header.row, 0,
+                   {static_cast<int32_t>(received.load())});
+      } else {
+        reply.Release(r, 5, 5, 5);
+      }
+    }
+  });
+  ClientOptions o = Options(sw, 1, std::chrono::seconds(5));
+  o.window = kWindow;
+  auto c = Client::Connect(o);
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->Join().ok());
+  ASSERT_TRUE((*c)->PushFixed(std::vector<int32_t>(kRows, 1)).ok());
+  auto released = (*c)->Clock();
+  ASSERT_TRUE(released.ok()) << released.status().message();
+  EXPECT_EQ(received, kRows);
+  EXPECT_LE(largest_resend, kWindow) << "a short NACK re-sends one window of rows";
+  EXPECT_GE(nacks, kRows / 8 - 1);
 }
 
 TEST(ClientLoop, OnlyRankZeroPushesAtTheSeedingClock) {
@@ -127,7 +170,9 @@ struct RestartScript {
           reply.JoinAck(r, 4, kIncarnation);
         }
         break;
-      case Op::kRead: reply.ReadReply(r, 42); break;
+      case Op::kRead:
+        reply.ReadReply(r, 42);
+        break;
       case Op::kClock:
         if (!restarted) {
           restarted = true;  // the old switch dies with this CLOCK
@@ -146,7 +191,8 @@ struct RestartScript {
           std::copy(r.values.begin(), r.values.end(), seed.begin() + begin);
         }
         break;
-      default: break;
+      default:
+        break;
     }
   }
 };
