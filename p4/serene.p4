@@ -109,7 +109,7 @@ const bit<8> KICK_EVICT = 0x82;
 const bit<8> KICK_FINISH = 0x83;
 const bit<8> KICK_POLICY = 0x84;
 
-const bit<16> F_RETRANSMIT = 1 << 0;
+/* Flag bit 0, RETRANSMIT (1 << 0), is informational: the switch ignores it. */
 const bit<16> F_SATURATED = 1 << 1;
 const bit<16> F_EVICTED = 1 << 2;
 const bit<16> F_FINISHED = 1 << 3;
@@ -601,7 +601,9 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
     pen_##i.read(m.b, m.ridx); \
     if (m.fold == 1) { sat_add(m.a, m.b); m.b = 0; } \
     if (m.is_inc == 1) { \
-      if (m.to_pending == 1) { sat_add(m.b, hdr.v[i].x); } else { sat_add(m.a, hdr.v[i].x); } \
+      if (hdr.v[i].isValid()) { \
+        if (m.to_pending == 1) { sat_add(m.b, hdr.v[i].x); } else { sat_add(m.a, hdr.v[i].x); } \
+      } \
     } \
     if (m.fold == 1 || m.is_inc == 1) { \
       vis_##i.write(m.ridx, m.a); \
@@ -609,6 +611,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
     } \
     if (m.is_read == 1) { \
       if (m.exact == 0) { sat_add(m.a, m.b); } \
+      hdr.v[i].setValid(); \
       hdr.v[i].x = m.a; \
     } \
   }
@@ -795,8 +798,11 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
       if (m.finished == 1) { hdr.se.flags = hdr.se.flags | F_FINISHED; }
       m.nout = 3;
       LANES(SET_LANE)
+      hdr.v[0].setValid();
       hdr.v[0].x = m.v0;
+      hdr.v[1].setValid();
       hdr.v[1].x = m.low;
+      hdr.v[2].setValid();
       hdr.v[2].x = m.high;
       set_lengths();
       truncate(66 + 12);  /* whatever the request carried beyond the lanes */
@@ -809,6 +815,13 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
 
     /* ---- Kicks from the control port (docs/p4.md "Control"). ---- */
     if (hdr.se.op >= KICK_EVAL) {
+      /* The kick's values, 0 where absent (the count is checked per kick). */
+      bit<32> k0 = 0; bit<32> k1 = 0; bit<32> k2 = 0; bit<32> k3 = 0; bit<32> k4 = 0;
+      if (hdr.v[0].isValid()) { k0 = hdr.v[0].x; }
+      if (hdr.v[1].isValid()) { k1 = hdr.v[1].x; }
+      if (hdr.v[2].isValid()) { k2 = hdr.v[2].x; }
+      if (hdr.v[3].isValid()) { k3 = hdr.v[3].x; }
+      if (hdr.v[4].isValid()) { k4 = hdr.v[4].x; }
       global_drops.count(G_KICKS);
       m.reply = R_KICK;
       m.nout = 3;
@@ -832,9 +845,9 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
           bit<48> seen;
           rank_seen.read(seen, m.rk);
           m.v1 = (bit<32>)(~m.gone);
-          if (hdr.v[0].x != 0 &&
+          if (k0 != 0 &&
               (m.gone == 1 || m.joined == 0 || m.finished == 1 ||
-               sm.ingress_global_timestamp - seen < (bit<48>)hdr.v[0].x)) {
+               sm.ingress_global_timestamp - seen < (bit<48>)k0)) {
             m.v0 = 2;  /* not silent long enough (or not evictable) */
           } else {
             if (m.gone == 0) { rank_event(V_EVICTIONS); }
@@ -847,7 +860,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
         /* values [W, k, L, X, has_X]: InstallPolicy (policy_banks.cc). */
         if (hdr.se.count != 5) {
           m.v0 = 4;
-        } else if (hdr.v[1].x == 0) {
+        } else if (k1 == 0) {
           m.v0 = 3;  /* quorum 0 */
         } else if (m.swap_pending == 1) {
           m.v0 = 1;  /* the previous change has not retired */
@@ -855,7 +868,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
         } else {
           m.t = m.max_rel + 1;  /* earliest; none + 1 == 0 */
           m.v2 = m.t;
-          if (hdr.v[4].x != 0) { m.v2 = hdr.v[3].x; }
+          if (k4 != 0) { m.v2 = k3; }
           if (S_BEFORE(m.v2, m.t)) {
             m.v0 = 2;  /* too early: a clock >= it was already released */
           } else {
@@ -863,9 +876,9 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
             m.v1 = m.v1 + 1;
             job_epochs.write(m.slot, m.v1);
             m.t = m.slot * 2 + (bit<32>)(m.active ^ 1);
-            bank_window.write(m.t, hdr.v[0].x);
-            bank_quorum.write(m.t, hdr.v[1].x);
-            bank_lag.write(m.t, hdr.v[2].x);
+            bank_window.write(m.t, k0);
+            bank_quorum.write(m.t, k1);
+            bank_lag.write(m.t, k2);
             bank_epoch.write(m.t, m.v1);
             job_swap_pending.write(m.slot, 1);
             job_swap_clock.write(m.slot, m.v2);
@@ -1195,7 +1208,9 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
         LANES(SET_LANE)
       }
       if (m.reply == R_ERROR) {
+        hdr.v[0].setValid();
         hdr.v[0].x = m.code;
+        hdr.v[1].setValid();
         hdr.v[1].x = (bit<32>)hdr.se.op;
         hdr.se.op = OP_ERROR;
       } else if (m.reply == R_JOIN_ACK) {
@@ -1212,15 +1227,25 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
         hdr.se.op = OP_JOIN_ACK;
         hdr.se.clock = m.done;
         hdr.se.row = 0;
+        hdr.v[0].setValid();
         hdr.v[0].x = m.workers;
+        hdr.v[1].setValid();
         hdr.v[1].x = m.elements;
+        hdr.v[2].setValid();
         hdr.v[2].x = m.width;
+        hdr.v[3].setValid();
         hdr.v[3].x = m.done;
+        hdr.v[4].setValid();
         hdr.v[4].x = m.low - 1;
+        hdr.v[5].setValid();
         hdr.v[5].x = m.high - 1;
+        hdr.v[6].setValid();
         hdr.v[6].x = m.pe;
+        hdr.v[7].setValid();
         hdr.v[7].x = m.rows;
+        hdr.v[8].setValid();
         hdr.v[8].x = m.scale_log2;
+        hdr.v[9].setValid();
         hdr.v[9].x = m.incarnation;
       } else if (m.reply == R_READ_REPLY) {
         hdr.se.op = OP_READ_REPLY;
@@ -1230,18 +1255,26 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
         rank_epoch.read(m.v0, m.rk);
         hdr.se.op = OP_RELEASE;
         hdr.se.row = 0;
+        hdr.v[0].setValid();
         hdr.v[0].x = m.v0;
+        hdr.v[1].setValid();
         hdr.v[1].x = m.low - 1;
+        hdr.v[2].setValid();
         hdr.v[2].x = m.high - 1;
       } else if (m.reply == R_NACK) {
         hdr.se.op = OP_NACK;          /* row: the announced count, echoed */
+        hdr.v[0].setValid();
         hdr.v[0].x = m.seen_rows;
+        hdr.v[1].setValid();
         hdr.v[1].x = m.prefix;
       } else if (m.reply == R_LEAVE) {
         hdr.se.row = 0;
       } else if (m.reply == R_KICK) {
+        hdr.v[0].setValid();
         hdr.v[0].x = m.v0;
+        hdr.v[1].setValid();
         hdr.v[1].x = m.v1;
+        hdr.v[2].setValid();
         hdr.v[2].x = m.v2;
       }
       hdr.se.flags = m.xflags;
