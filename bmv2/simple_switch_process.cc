@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -27,7 +28,8 @@ std::string FormatIp(uint32_t ip) {
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& log, bool die_with_parent) {
   pid_t pid = ::fork();
   if (pid != 0) return pid;
-  if (die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // SIGKILL: simple_switch does not always exit on SIGTERM while busy.
+  if (die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (fd >= 0) {
     ::dup2(fd, 1);
@@ -60,6 +62,18 @@ bool ThriftAnswers(int port) {
   bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
   ::close(fd);
   return ok;
+}
+
+void RemoveStaleControlPairs() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/class/net", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 6 || name.rfind("srnk", 0) != 0 || name.back() != 's') continue;
+    const std::string pid = name.substr(4, name.size() - 5);
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (std::filesystem::exists("/proc/" + pid, ec)) continue;  // its switch still runs
+    RunLogged({"ip", "link", "del", name}, "/dev/null");
+  }
 }
 
 }  // namespace
@@ -108,8 +122,11 @@ Result<std::unique_ptr<SimpleSwitchProcess>> SimpleSwitchProcess::Start(
     return Status::NotFound("--p4-json " + p->json_ + ": cannot read it");
   }
 
+  // Control veth pairs left by a serene-switch that was killed (kill -9
+  // skips the clean-up): their names carry the pid.
+  RemoveStaleControlPairs();
   // The control veth pair: names unique to this process.
-  const std::string tag = std::to_string(::getpid() % 100000);
+  const std::string tag = std::to_string(::getpid());
   p->control_port_ = "srnk" + tag + "s";
   p->control_peer_ = "srnk" + tag + "c";
   const std::string iplog = options.work_dir + "/ip.log";
@@ -127,7 +144,10 @@ Result<std::unique_ptr<SimpleSwitchProcess>> SimpleSwitchProcess::Start(
   p->started_ = std::chrono::steady_clock::now();
   p->pid_ =
       Spawn({bin + "simple_switch", "-i", "0@" + options.interface, "-i", "1@" + p->control_port_,
-             "--thrift-port", std::to_string(options.thrift_port), "--device-id", "0", p->json_},
+             "--thrift-port", std::to_string(options.thrift_port), "--device-id", "0",
+             // Its own notification socket: two switches on one host would
+             // both take the default ipc:///tmp/bmv2-0-notifications.ipc.
+             "--notifications-addr", "ipc://" + options.work_dir + "/notifications.ipc", p->json_},
             p->log_, true);
   if (p->pid_ < 0) return Status::IoError("cannot start simple_switch");
   while (!ThriftAnswers(options.thrift_port)) {

@@ -13,10 +13,12 @@
 #      (the C++ pipeline's tests replay the same file);
 #   2. serene-ctl through the runtime API: jobs, telemetry, a policy change
 #      (SSP(4) from clock 0) and the refusal of a second one, evictions,
-#      creating and deleting a job (bmv2: refusing what P4 cannot hold);
+#      creating and deleting a job (bmv2: refusing what P4 cannot hold), the
+#      eviction of a rank silent for longer than its job's evict_after;
 #   3. serene-bench: 2 worker processes, 30 clocks under that SSP(4) (the
 #      exact pulls checked), then 30 clocks of a SYNC job, every pull
-#      checked against the exact sum.
+#      checked against the exact sum;
+#   4. (bmv2) kill -9 of serene-switch: simple_switch dies with it.
 # The bmv2 run puts the workers in a network namespace behind a veth pair
 # whose other end is simple_switch's port 0. It exits 77 (ctest: skipped) with
 # the reason when it is not root or the P4 toolchain is missing.
@@ -27,8 +29,9 @@ SMOKE_JOB=id=7,workers=2,elements=100,row=64,key=0x5e7e7e01
 BENCH_JOB=id=8,workers=2,elements=1000,row=64,key=0x5e4e
 SYNC_JOB=id=9,workers=2,elements=1000,row=64,key=0x5e4e
 GOLDEN_JOB=id=10,workers=2,elements=100,row=64,key=0x5e7e7e01
+SILENT_JOB=id=12,workers=2,elements=100,row=64,key=0x5e4e,evict_after=1s
 source "$(dirname "$0")/switch_env.sh"
-start_switch "$SMOKE_JOB" "$BENCH_JOB" "$SYNC_JOB" "$GOLDEN_JOB"
+start_switch "$SMOKE_JOB" "$BENCH_JOB" "$SYNC_JOB" "$GOLDEN_JOB" "$SILENT_JOB"
 HERE=$P4_DIR
 
 echo "--- 1. packet-level checks (p4/smoke.py)"
@@ -67,10 +70,41 @@ if [[ $TARGET == bmv2 ]]; then
   grep -q "at most 16 ranks" "$LOG.ctl" || { cat "$LOG.ctl"; fail "ranks refusal"; }
 fi
 rm -f "$LOG.ctl"
+# A rank that joins and falls silent is evicted after evict_after (1 s).
+"${RUN[@]}" "$PY" - "$SWITCH" "$BIND" <<'PY' || fail "JOIN of job 12"
+import socket, struct, sys
+host, port = sys.argv[1].rsplit(":", 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind((sys.argv[2], 0))
+s.settimeout(2)
+s.sendto(struct.pack(">HBBHHIIIHH", 0x5345, 1, 1, 12, 0, 0x5e4e, 0, 0, 0, 0), (host, int(port)))
+assert s.recv(2048)[3] == 2, "no JOIN_ACK"
+PY
+"${CTL[@]}" telemetry 12 | grep -q "^ *0  yes" || fail "rank 0 of job 12 not live after its JOIN"
+sleep 2.5
+"${CTL[@]}" telemetry 12 >"$LOG.ctl"
+grep -q "^ *0  no" "$LOG.ctl" || { cat "$LOG.ctl"; fail "a silent rank was not evicted after 1 s"; }
+grep -q "^ *1  yes" "$LOG.ctl" || { cat "$LOG.ctl"; fail "a rank that never joined was evicted"; }
+rm -f "$LOG.ctl"
 
 echo "--- 3. workers (serene-bench, every pull checked)"
 "${RUN[@]}" "$BIN/serene-bench" --switch "$SWITCH" --job 8 --key 0x5e4e --workers 2 \
   --elements 1000 --row 64 --clocks 30 --policy ssp:4 || fail "serene-bench (job 8, SSP(4))"
 "${RUN[@]}" "$BIN/serene-bench" --switch "$SWITCH" --job 9 --key 0x5e4e --workers 2 \
   --elements 1000 --row 64 --clocks 30 || fail "serene-bench (job 9, SYNC)"
+if [[ $TARGET == bmv2 ]]; then
+  echo "--- 4. kill -9 of serene-switch takes simple_switch with it"
+  THRIFT=$(grep -o "Thrift port [0-9]*" "$LOG" | head -1 | awk '{print $3}')
+  pgrep -f "simple_switch .*--thrift-port $THRIFT" >/dev/null || fail "no simple_switch on Thrift port $THRIFT"
+  kill -9 "$SW_PID"
+  wait "$SW_PID" 2>/dev/null || true
+  SW_PID=
+  for _ in $(seq 50); do
+    pgrep -f "simple_switch .*--thrift-port $THRIFT" >/dev/null || break
+    sleep 0.1
+  done
+  if pgrep -f "simple_switch .*--thrift-port $THRIFT" >/dev/null; then
+    fail "simple_switch outlived serene-switch"
+  fi
+fi
 echo "conformance ($TARGET): all passed"
