@@ -12,7 +12,8 @@
 #   1b. p4/golden.py: the same exchange as golden packets, byte for byte
 #      (the C++ pipeline's tests replay the same file);
 #   2. serene-ctl through the runtime API: jobs, telemetry, a policy change
-#      (SSP(4) from clock 0) and the refusal of a second one, evictions,
+#      (SSP(4) from clock 0) and the refusal of a second one, a policy
+#      script's rule (policies/ssp.lua), evictions,
 #      creating and deleting a job (bmv2: refusing what P4 cannot hold), the
 #      eviction of a rank silent for longer than its job's evict_after;
 #   3. serene-bench: 2 worker processes, 30 clocks under that SSP(4) (the
@@ -30,8 +31,9 @@ BENCH_JOB=id=8,workers=2,elements=1000,row=64,key=0x5e4e
 SYNC_JOB=id=9,workers=2,elements=1000,row=64,key=0x5e4e
 GOLDEN_JOB=id=10,workers=2,elements=100,row=64,key=0x5e7e7e01
 SILENT_JOB=id=12,workers=2,elements=100,row=64,key=0x5e4e,evict_after=1s
+SCRIPT_JOB=id=13,workers=2,elements=100,row=64,key=0x5e4e
 source "$(dirname "$0")/switch_env.sh"
-start_switch "$SMOKE_JOB" "$BENCH_JOB" "$SYNC_JOB" "$GOLDEN_JOB" "$SILENT_JOB"
+start_switch "$SMOKE_JOB" "$BENCH_JOB" "$SYNC_JOB" "$GOLDEN_JOB" "$SILENT_JOB" "$SCRIPT_JOB"
 HERE=$P4_DIR
 
 echo "--- 1. packet-level checks (p4/smoke.py)"
@@ -50,6 +52,9 @@ grep -q "finished yes" "$LOG.ctl" || { cat "$LOG.ctl"; fail "telemetry: job 7 is
 "${CTL[@]}" policy set 8 ssp:4 || fail "serene-ctl policy set 8 ssp:4"
 "${CTL[@]}" policy get 8 >"$LOG.ctl" || fail "serene-ctl policy get 8"
 grep -q "pending *ssp:4 from clock 0 (epoch 1)" "$LOG.ctl" || { cat "$LOG.ctl"; fail "job 8's change is not pending"; }
+# A policy script decides the rule, whichever switch runs the job.
+"${CTL[@]}" policy set 13 "$HERE/../policies/ssp.lua" --param w=3 || fail "policy set 13 ssp.lua"
+"${CTL[@]}" policy get 13 | grep -q "pending *ssp:3 from clock 0" || fail "ssp.lua's rule not pending"
 if "${CTL[@]}" policy set 8 ssp:2 2>"$LOG.ctl"; then fail "a second change before the first retired was accepted"; fi
 grep -q "not retired" "$LOG.ctl" || { cat "$LOG.ctl"; fail "the refusal does not say why"; }
 "${CTL[@]}" evict 7 0 || fail "serene-ctl evict 7 0"
