@@ -26,11 +26,6 @@
 namespace serene::bmv2 {
 namespace {
 
-// The MAC workers address the switch by: simple_switch captures every frame
-// on its port and answers with the addresses swapped, so any unicast MAC
-// works; this one is what the printed `ip neigh` hint uses.
-constexpr const char* kSwitchMac = "02:53:45:00:00:01";
-
 Status ParseAddress(const std::string& text, uint32_t* ip, uint16_t* port) {
   std::string host = text;
   *port = 7000;
@@ -198,10 +193,7 @@ int RunBmv2Daemon(const Bmv2Flags& flags, const switchd::SwitchConfig& config,
   inet_ntop(AF_INET, &a, ip, sizeof ip);
   spdlog::info("listening on {}:{} (bmv2 simple_switch on {}, Thrift port {})", ip, o.port,
                o.interface, o.thrift_port);
-  spdlog::info(
-      "workers need a static neighbour for {}: ip neigh replace {} lladdr {} dev "
-      "<their interface> nud permanent",
-      ip, ip, kSwitchMac);
+  spdlog::info("ARP requests for {} are answered with {}", ip, kSwitchMac);
 
   int sig = 0;
   while (sigwait(&stop_signals, &sig) != 0) {

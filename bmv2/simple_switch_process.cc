@@ -164,6 +164,8 @@ Result<std::unique_ptr<SimpleSwitchProcess>> SimpleSwitchProcess::Start(
   if (!cli.ok()) return cli.status();
   Status s = (*cli)->RunAll({"table_add SereneIngress.endpoint SereneIngress.set_endpoint " +
                                  FormatIp(options.ip) + " " + std::to_string(options.port) + " =>",
+                             "table_add SereneIngress.arp SereneIngress.arp_reply " +
+                                 FormatIp(options.ip) + " => " + kSwitchMac,
                              "table_add SereneIngress.control_port SereneIngress.set_control 1 =>",
                              "mirroring_add 100 0"});
   if (!s.ok()) return s;

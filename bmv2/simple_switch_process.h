@@ -4,7 +4,7 @@
 // (port 1 of the switch; the other end carries the kicks), starts
 // simple_switch with the user's interface as port 0, waits for its Thrift
 // server, and installs the fixed configuration: the Serene address in
-// `endpoint`, port 1 in `control_port`, the fan-out clone session. The
+// `endpoint` and `arp`, port 1 in `control_port`, the fan-out clone session. The
 // destructor stops simple_switch and removes the veth pair; simple_switch
 // also dies with this process (PR_SET_PDEATHSIG), even on kill -9.
 #pragma once
@@ -20,6 +20,11 @@
 #include "common/status.h"
 
 namespace serene::bmv2 {
+
+// The MAC the switch answers ARP requests for its Serene address with (and
+// sends from). simple_switch captures every frame on its port, so frames to
+// any MAC reach it; this one is what ARP tells the workers.
+inline constexpr const char* kSwitchMac = "02:53:45:00:00:01";
 
 struct SimpleSwitchOptions {
   std::string prefix = "/opt/p4";  // the toolchain: bin/simple_switch, bin/p4c-bm2-ss, ...

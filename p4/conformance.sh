@@ -19,7 +19,8 @@
 #   3. serene-bench: 2 worker processes, 30 clocks under that SSP(4) (the
 #      exact pulls checked), then 30 clocks of a SYNC job, every pull
 #      checked against the exact sum;
-#   4. (bmv2) kill -9 of serene-switch: simple_switch dies with it.
+#   4. (bmv2) the workers learned the switch's MAC by ARP (no static
+#      neighbour); kill -9 of serene-switch: simple_switch dies with it.
 # The bmv2 run puts the workers in a network namespace behind a veth pair
 # whose other end is simple_switch's port 0. It exits 77 (ctest: skipped) with
 # the reason when it is not root or the P4 toolchain is missing.
@@ -98,7 +99,9 @@ echo "--- 3. workers (serene-bench, every pull checked)"
 "${RUN[@]}" "$BIN/serene-bench" --switch "$SWITCH" --job 9 --key 0x5e4e --workers 2 \
   --elements 1000 --row 64 --clocks 30 || fail "serene-bench (job 9, SYNC)"
 if [[ $TARGET == bmv2 ]]; then
-  echo "--- 4. kill -9 of serene-switch takes simple_switch with it"
+  echo "--- 4. ARP answered by the P4 switch; kill -9 of serene-switch takes simple_switch with it"
+  ip -n "$NS" neigh show 10.77.0.1 | grep -q "lladdr 02:53:45:00:00:01" \
+    || fail "the workers did not learn the switch's MAC by ARP: $(ip -n "$NS" neigh show)"
   THRIFT=$(grep -o "Thrift port [0-9]*" "$LOG" | head -1 | awk '{print $3}')
   pgrep -f "simple_switch .*--thrift-port $THRIFT" >/dev/null || fail "no simple_switch on Thrift port $THRIFT"
   kill -9 "$SW_PID"

@@ -86,6 +86,7 @@
 /* ---------------------------------------------------------------- Wire format */
 
 const bit<16> ETH_IPV4 = 0x0800;
+const bit<16> ETH_ARP = 0x0806;
 const bit<8> IP_UDP = 17;
 const bit<16> SERENE_MAGIC = 0x5345;
 const bit<8> SERENE_VERSION = 1;
@@ -202,6 +203,20 @@ header ethernet_t {
   bit<16> ether_type;
 }
 
+/* ARP for IPv4 over Ethernet: the switch answers requests for its Serene
+ * addresses (table `arp`), so workers need no static neighbour. */
+header arp_t {
+  bit<16> htype;
+  bit<16> ptype;
+  bit<8> hlen;
+  bit<8> plen;
+  bit<16> oper;
+  bit<48> sha;
+  bit<32> spa;
+  bit<48> tha;
+  bit<32> tpa;
+}
+
 header ipv4_t {
   bit<4> version;
   bit<4> ihl;
@@ -244,6 +259,7 @@ header value_t {
 
 struct headers_t {
   ethernet_t eth;
+  arp_t arp;
   ipv4_t ipv4;
   udp_t udp;
   serene_t se;
@@ -255,6 +271,7 @@ struct headers_t {
 struct meta_t {
   /* Preserved across the fan-out clone and recirculation. */
   @field_list(1) bit<1> fan;
+  bit<1> arp_hit;        /* the ARP request asked for a Serene address */
   @field_list(1) bit<32> fan_mask;
 
   bit<16> values_left;   /* parser loop */
@@ -345,8 +362,13 @@ parser SereneParser(packet_in pkt, out headers_t hdr, inout meta_t m,
     pkt.extract(hdr.eth);
     transition select(hdr.eth.ether_type) {
       ETH_IPV4: parse_ipv4;
+      ETH_ARP: parse_arp;
       default: accept;
     }
+  }
+  state parse_arp {
+    pkt.extract(hdr.arp);
+    transition accept;
   }
   state parse_ipv4 {
     pkt.extract(hdr.ipv4);
@@ -463,6 +485,27 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
       hdr.udp.dst_port: exact;
     }
     actions = { set_endpoint; NoAction; }
+    default_action = NoAction();
+    size = 64;
+  }
+
+  /* The switch's MAC for a Serene address: answer the ARP request with it,
+   * out of the port it came in by. */
+  action arp_reply(bit<48> mac) {
+    m.arp_hit = 1;
+    bit<32> asked = hdr.arp.tpa;
+    hdr.arp.oper = 2;
+    hdr.arp.tha = hdr.arp.sha;
+    hdr.arp.tpa = hdr.arp.spa;
+    hdr.arp.sha = mac;
+    hdr.arp.spa = asked;
+    hdr.eth.dst = hdr.eth.src;
+    hdr.eth.src = mac;
+    sm.egress_spec = sm.ingress_port;
+  }
+  table arp {
+    key = { hdr.arp.tpa : exact; }
+    actions = { arp_reply; NoAction; }
     default_action = NoAction();
     size = 64;
   }
@@ -703,6 +746,15 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
     /* ---- RELEASE fan-out pass (a recirculated clone, docs/p4.md). ---- */
     bit<1> fanout = 0;
     if (sm.instance_type == 4 && m.fan == 1) { fanout = 1; }
+
+    /* ---- ARP: a request for a Serene address becomes its reply. ---- */
+    if (hdr.arp.isValid()) {
+      if (hdr.arp.htype == 1 && hdr.arp.ptype == ETH_IPV4 && hdr.arp.oper == 1) {
+        arp.apply();
+      }
+      if (m.arp_hit == 0) { drop_global(G_NOT_SERENE); }
+      return;
+    }
 
     if (fanout == 0) {
       /* ---- Parse checks (protocol.md "What the switch checks", 1). ---- */
@@ -1321,6 +1373,7 @@ control SereneChecksum(inout headers_t hdr, inout meta_t m) {
 control SereneDeparser(packet_out pkt, in headers_t hdr) {
   apply {
     pkt.emit(hdr.eth);
+    pkt.emit(hdr.arp);
     pkt.emit(hdr.ipv4);
     pkt.emit(hdr.udp);
     pkt.emit(hdr.se);

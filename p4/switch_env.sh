@@ -9,8 +9,8 @@
 #
 # software: serene-switch on 127.0.0.1, ephemeral ports. bmv2: a veth pair
 # whose one end is simple_switch's port 0 and whose other end, 10.77.0.2, is
-# in a fresh network namespace where the workers run (static neighbour for the
-# switch's 10.77.0.1); serene-switch --target bmv2 compiles p4/serene.p4
+# in a fresh network namespace where the workers run (the switch itself
+# answers ARP for its 10.77.0.1); serene-switch --target bmv2 compiles p4/serene.p4
 # (or loads P4_JSON, a compiled program).
 # Without root or the toolchain (P4, default /opt/p4) the caller exits 77
 # (ctest: skipped) with the reason. Everything is removed on exit.
@@ -62,7 +62,7 @@ start_switch() {
       ip -n "$NS" link set lo up
       ip -n "$NS" addr add 10.77.0.2/24 dev "$W_IF"
       ip -n "$NS" link set "$W_IF" up
-      ip -n "$NS" neigh replace 10.77.0.1 lladdr 02:53:45:00:00:01 dev "$W_IF" nud permanent
+      # No static neighbour: the P4 switch answers ARP for 10.77.0.1.
       # A veth hands a train of datagrams (UDP GSO) to its peer unsegmented and
       # simple_switch would see one oversized frame: segment in the kernel.
       ip netns exec "$NS" ethtool -K "$W_IF" tx-udp-segmentation off >/dev/null
