@@ -18,6 +18,7 @@
 #include "bmv2/simple_switch_process.h"
 #include "control/job_admission.h"
 #include "control/runtime_server.h"
+#include "net/address.h"
 
 #ifndef SERENE_P4_SOURCE
 #define SERENE_P4_SOURCE "p4/serene.p4"
@@ -26,28 +27,20 @@
 namespace serene::bmv2 {
 namespace {
 
-Status ParseAddress(const std::string& text, uint32_t* ip, uint16_t* port) {
-  std::string host = text;
-  *port = 7000;
-  const size_t colon = text.rfind(':');
-  if (colon != std::string::npos) {
-    host = text.substr(0, colon);
-    const std::string p = text.substr(colon + 1);
-    char* end = nullptr;
-    unsigned long v = std::strtoul(p.c_str(), &end, 10);
-    if (p.empty() || *end != '\0' || v == 0 || v > 65535) {
-      return Status::InvalidArgument("--address " + text + ": port must be 1..65535");
-    }
-    *port = static_cast<uint16_t>(v);
-  }
-  in_addr a{};
-  if (inet_pton(AF_INET, host.c_str(), &a) != 1) {
+// --address: "a.b.c.d" (port 7000) or "a.b.c.d:port", IPv4 only (the program
+// matches a 32-bit destination address).
+Result<proto::Endpoint> ParseAddress(const std::string& text) {
+  const bool has_port = text.find(':') != std::string::npos;
+  auto ep = has_port ? net::ParseEndpoint(text) : net::ParseHost(text, 7000);
+  if (!ep.ok()) return Status::InvalidArgument("--address: " + std::string(ep.status().message()));
+  if (ep->family != proto::Endpoint::Family::kIPv4 || net::IsWildcard(*ep)) {
     return Status::InvalidArgument("--address " + text +
-                                   ": the P4 target needs a numeric IPv4 address, e.g. "
+                                   ": the P4 target needs one numeric IPv4 address, e.g. "
                                    "10.0.0.1:7000");
   }
-  *ip = ntohl(a.s_addr);
-  return Status::Ok();
+  if (ep->port == 0)
+    return Status::InvalidArgument("--address " + text + ": port must be 1..65535");
+  return ep;
 }
 
 }  // namespace
@@ -107,9 +100,7 @@ Status CheckTargetFlags(const Bmv2Flags& flags, const switchd::SwitchFlags& sw) 
   if (if_nametoindex(flags.interface.c_str()) == 0) {
     return Status::InvalidArgument("--interface " + flags.interface + ": no such interface");
   }
-  uint32_t ip = 0;
-  uint16_t port = 0;
-  return ParseAddress(flags.address, &ip, &port);
+  return ParseAddress(flags.address).status();
 }
 
 int RunBmv2Daemon(const Bmv2Flags& flags, const switchd::SwitchConfig& config,
@@ -120,11 +111,13 @@ int RunBmv2Daemon(const Bmv2Flags& flags, const switchd::SwitchConfig& config,
   o.json = flags.p4_json;
   o.interface = flags.interface;
   o.thrift_port = flags.thrift_port;
-  Status parsed = ParseAddress(flags.address, &o.ip, &o.port);
-  if (!parsed.ok()) {
-    spdlog::critical("{}", parsed.message());
+  auto address = ParseAddress(flags.address);
+  if (!address.ok()) {
+    spdlog::critical("{}", address.status().message());
     return 2;
   }
+  o.ip = net::Ipv4Of(*address);
+  o.port = address->port;
   char dir[] = "/tmp/serene-bmv2.XXXXXX";
   if (::mkdtemp(dir) == nullptr) {
     spdlog::critical("cannot create a work directory in /tmp");
@@ -188,12 +181,9 @@ int RunBmv2Daemon(const Bmv2Flags& flags, const switchd::SwitchConfig& config,
     }
   });
 
-  char ip[INET_ADDRSTRLEN];
-  const in_addr a{htonl(o.ip)};
-  inet_ntop(AF_INET, &a, ip, sizeof ip);
-  spdlog::info("listening on {}:{} (bmv2 simple_switch on {}, Thrift port {})", ip, o.port,
-               o.interface, o.thrift_port);
-  spdlog::info("ARP requests for {} are answered with {}", ip, kSwitchMac);
+  spdlog::info("listening on {} (bmv2 simple_switch on {}, Thrift port {})",
+               net::FormatEndpoint(*address), o.interface, o.thrift_port);
+  spdlog::info("ARP requests for {} are answered with {}", net::FormatHost(*address), kSwitchMac);
 
   int sig = 0;
   while (sigwait(&stop_signals, &sig) != 0) {

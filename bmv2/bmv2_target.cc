@@ -4,6 +4,7 @@
 #include <string>
 
 #include "dataplane/consts.h"
+#include "net/address.h"
 
 namespace serene::bmv2 {
 namespace {
@@ -45,15 +46,6 @@ std::string Hex(uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
   return buf;
-}
-
-proto::Endpoint EndpointOf(uint64_t ip, uint64_t port) {
-  proto::Endpoint e;
-  if (ip == 0) return e;
-  e.family = proto::Endpoint::Family::kIPv4;
-  e.port = static_cast<uint16_t>(port);
-  for (int i = 0; i < 4; ++i) e.addr[i] = static_cast<uint8_t>(ip >> (24 - 8 * i));
-  return e;
 }
 
 }  // namespace
@@ -419,8 +411,10 @@ Result<dataplane::JobTelemetry> Bmv2Target::Telemetry(uint16_t job) const {
     wt.live = rank[4][w] == 0;
     wt.rows_this_clock = u32(rank[5][w]);
     wt.last_seen = rank[7][w] * 1000;  // µs since the switch started -> Now()'s ns
-    wt.addr = EndpointOf(rank[8][w], rank[9][w]);
-    wt.local = EndpointOf(rank[12][w], rank[13][w]);
+    wt.addr =
+        net::Ipv4Endpoint(static_cast<uint32_t>(rank[8][w]), static_cast<uint16_t>(rank[9][w]));
+    wt.local =
+        net::Ipv4Endpoint(static_cast<uint32_t>(rank[12][w]), static_cast<uint16_t>(rank[13][w]));
     uint64_t re[kEventsPerSlot];
     for (auto& e : re) e = next();
     wt.counters.releases = re[kRankReleases];

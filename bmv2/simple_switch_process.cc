@@ -17,13 +17,12 @@
 #include <thread>
 #include <vector>
 
+#include "net/address.h"
+
 namespace serene::bmv2 {
 namespace {
 
-std::string FormatIp(uint32_t ip) {
-  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 255) + "." +
-         std::to_string((ip >> 8) & 255) + "." + std::to_string(ip & 255);
-}
+std::string FormatIp(uint32_t ip) { return net::FormatHost(net::Ipv4Endpoint(ip, 0)); }
 
 pid_t Spawn(const std::vector<std::string>& argv, const std::string& log, bool die_with_parent) {
   pid_t pid = ::fork();

@@ -143,6 +143,22 @@ std::string FormatEndpoint(const proto::Endpoint& ep) {
   return "-";
 }
 
+proto::Endpoint Ipv4Endpoint(uint32_t host_order_ip, uint16_t port) {
+  proto::Endpoint ep;
+  if (host_order_ip == 0) return ep;
+  ep.family = Family::kIPv4;
+  ep.port = port;
+  for (int i = 0; i < 4; ++i) ep.addr[i] = static_cast<uint8_t>(host_order_ip >> (24 - 8 * i));
+  return ep;
+}
+
+uint32_t Ipv4Of(const proto::Endpoint& ep) {
+  if (ep.family != Family::kIPv4) return 0;
+  uint32_t ip = 0;
+  for (int i = 0; i < 4; ++i) ip = (ip << 8) | ep.addr[i];
+  return ip;
+}
+
 proto::Endpoint FromSockaddr(const sockaddr* sa, socklen_t len) {
   proto::Endpoint ep;
   if (sa == nullptr) return ep;

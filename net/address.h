@@ -46,6 +46,12 @@ proto::Endpoint FromSockaddr(const sockaddr* sa, socklen_t len);
 // (an IPv6 endpoint on an IPv4 socket, or an invalid endpoint).
 socklen_t ToSockaddr(const proto::Endpoint& ep, int socket_family, sockaddr_storage* out);
 
+// An IPv4 endpoint from a host-order address (as P4 registers and tables hold
+// it); invalid for 0 (0.0.0.0 means "none" there).
+proto::Endpoint Ipv4Endpoint(uint32_t host_order_ip, uint16_t port);
+// The host-order IPv4 address of an IPv4 endpoint; 0 for any other.
+uint32_t Ipv4Of(const proto::Endpoint& ep);
+
 // True for 127.0.0.0/8 and ::1.
 bool IsLoopback(const proto::Endpoint& ep);
 // True for 0.0.0.0 and ::.

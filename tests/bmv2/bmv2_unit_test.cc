@@ -89,9 +89,12 @@ TEST(TargetFlags, EachTargetRefusesTheOthersFlags) {
   sw.fault = "drop=0.1";
   EXPECT_NE(CheckTargetFlags(b, sw).message().find("--fault"), std::string::npos);
   sw.fault.reset();
-  for (const char* bad : {"10.0.0.1:0", "10.0.0.1:70000", "fd00::1", "switch:7000", "10.0.0:1"}) {
+  for (const char* bad : {"10.0.0.1:0", "10.0.0.1:70000", "fd00::1", "[fd00::1]:7000",
+                          "0.0.0.0:7000", "switch:7000", "10.0.0:1"}) {
     b.address = bad;
-    EXPECT_FALSE(CheckTargetFlags(b, sw).ok()) << bad;
+    const Status s = CheckTargetFlags(b, sw);
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("--address"), std::string::npos) << s.message();
   }
   b.address = "10.0.0.1";
   b.interface = "no-such-if0";

@@ -128,5 +128,14 @@ TEST(UdpAddressTest, UnknownFamilyGivesInvalidEndpoint) {
   EXPECT_FALSE(FromSockaddr(nullptr, 0).valid());
 }
 
+TEST(UdpAddressTest, HostOrderIPv4RoundTrip) {
+  const proto::Endpoint ep = Ipv4Endpoint(0x0A000102, 7000);
+  EXPECT_EQ(FormatEndpoint(ep), "10.0.1.2:7000");
+  EXPECT_EQ(Ipv4Of(ep), 0x0A000102u);
+  EXPECT_EQ(Ipv4Of(*ParseEndpoint("192.168.7.9:1")), 0xC0A80709u);
+  EXPECT_FALSE(Ipv4Endpoint(0, 7000).valid()) << "0.0.0.0 stands for no address";
+  EXPECT_EQ(Ipv4Of(*ParseEndpoint("[::1]:7000")), 0u);
+}
+
 }  // namespace
 }  // namespace serene::net
