@@ -5,6 +5,8 @@
 #include <cmath>
 #include <utility>
 
+#include "common/key_value.h"
+
 namespace serene::net {
 namespace {
 
@@ -49,50 +51,41 @@ bool Later(const FaultInjector::Datagram& a, const FaultInjector::Datagram& b) {
 Result<FaultSpec> FaultSpec::Parse(std::string_view text) {
   FaultSpec spec;
   if (text.empty() || text == "none" || text == "off") return spec;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view kv = text.substr(start, end - start);
-    start = end + 1;
-    if (kv.empty()) continue;
-    const size_t eq = kv.find('=');
-    if (eq == std::string_view::npos)
-      return Bad(text, "'" + std::string(kv) + "' is not key=value");
-    const std::string_view key = kv.substr(0, eq), val = kv.substr(eq + 1);
+  Status s = ForEachKeyValue(text, [&](std::string_view key, std::string_view val) {
     const std::string field = std::string(key) + "=" + std::string(val);
     if (key == "drop" || key == "dup" || key == "duplicate" || key == "reorder") {
       double p = 0;
-      if (!ParseProbability(val, &p)) return Bad(text, field + " is not a probability 0..1");
+      if (!ParseProbability(val, &p))
+        return Status::InvalidArgument(field + " is not a probability 0..1");
       (key == "drop" ? spec.drop : key == "reorder" ? spec.reorder : spec.duplicate) = p;
     } else if (key == "delay") {
       const size_t dots = val.find("..");
       Nanos lo = 0, hi = 0;
       if (dots == std::string_view::npos) {
-        if (!ParseDuration(val, &lo)) return Bad(text, field + " is not a duration");
+        if (!ParseDuration(val, &lo)) return Status::InvalidArgument(field + " is not a duration");
         hi = lo;
       } else if (!ParseDuration(val.substr(0, dots), &lo) ||
                  !ParseDuration(val.substr(dots + 2), &hi) || hi < lo) {
-        return Bad(text, field + " is not a range MIN..MAX of durations with MIN <= MAX");
+        return Status::InvalidArgument(field +
+                                       " is not a range MIN..MAX of durations with MIN <= MAX");
       }
       spec.delay_min = lo;
       spec.delay_max = hi;
     } else if (key == "hold") {
       if (!ParseDuration(val, &spec.hold) || spec.hold == 0) {
-        return Bad(text, field + " is not a positive duration");
+        return Status::InvalidArgument(field + " is not a positive duration");
       }
     } else if (key == "burst") {
       uint32_t n = 0;
       auto [ptr, ec] = std::from_chars(val.data(), val.data() + val.size(), n);
-      if (val.empty() || ec != std::errc() || ptr != val.data() + val.size() || n < 1 ||
-          n > 1024) {
-        return Bad(text, field + " is not a number of datagrams 1..1024");
+      if (val.empty() || ec != std::errc() || ptr != val.data() + val.size() || n < 1 || n > 1024) {
+        return Status::InvalidArgument(field + " is not a number of datagrams 1..1024");
       }
       spec.burst = n;
     } else if (key == "seed") {
       auto [ptr, ec] = std::from_chars(val.data(), val.data() + val.size(), spec.seed);
       if (val.empty() || ec != std::errc() || ptr != val.data() + val.size()) {
-        return Bad(text, field + " is not an unsigned 64-bit integer");
+        return Status::InvalidArgument(field + " is not an unsigned 64-bit integer");
       }
     } else if (key == "dir" || key == "direction") {
       if (val == "rx") {
@@ -102,12 +95,14 @@ Result<FaultSpec> FaultSpec::Parse(std::string_view text) {
       } else if (val == "both") {
         spec.direction = FaultDirection::kBoth;
       } else {
-        return Bad(text, field + ": direction must be rx, tx or both");
+        return Status::InvalidArgument(field + ": direction must be rx, tx or both");
       }
     } else {
-      return Bad(text, "unknown field '" + std::string(key) + "'");
+      return Status::InvalidArgument("unknown field '" + std::string(key) + "'");
     }
-  }
+    return Status::Ok();
+  });
+  if (!s.ok()) return Bad(text, std::string(s.message()));
   return spec;
 }
 
@@ -123,9 +118,9 @@ std::string FaultSpec::ToString() const {
     auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), p);
     return std::string(buf, ec == std::errc() ? ptr : buf);
   };
-  return "drop=" + prob(drop) + (burst > 1 ? ",burst=" + std::to_string(burst) : "") + ",dup=" + prob(duplicate) + ",reorder=" + prob(reorder) +
-         ",delay=" + delay + ",hold=" + FormatDuration(hold) + ",seed=" + std::to_string(seed) +
-         ",dir=" + dir;
+  return "drop=" + prob(drop) + (burst > 1 ? ",burst=" + std::to_string(burst) : "") +
+         ",dup=" + prob(duplicate) + ",reorder=" + prob(reorder) + ",delay=" + delay +
+         ",hold=" + FormatDuration(hold) + ",seed=" + std::to_string(seed) + ",dir=" + dir;
 }
 
 FaultCounters& FaultCounters::operator+=(const FaultCounters& o) {

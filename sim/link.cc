@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/duration.h"
+#include "common/key_value.h"
 
 namespace serene::sim {
 namespace {
@@ -19,34 +20,27 @@ Status Bad(std::string_view text, const std::string& why) {
 
 Result<LinkSpec> LinkSpec::Parse(std::string_view text) {
   LinkSpec spec;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view kv = text.substr(start, end - start);
-    start = end + 1;
-    if (kv.empty()) continue;
-    const size_t eq = kv.find('=');
-    if (eq == std::string_view::npos)
-      return Bad(text, "'" + std::string(kv) + "' is not key=value");
-    const std::string_view key = kv.substr(0, eq), val = kv.substr(eq + 1);
-    const std::string field(kv);
+  Status s = ForEachKeyValue(text, [&](std::string_view key, std::string_view val) {
+    const std::string field = std::string(key) + "=" + std::string(val);
     if (key == "latency") {
       uint64_t ns = 0;
-      if (!ParseDuration(val, &ns)) return Bad(text, field + " is not a duration (5us, 1ms)");
+      if (!ParseDuration(val, &ns))
+        return Status::InvalidArgument(field + " is not a duration (5us, 1ms)");
       spec.latency_s = static_cast<double>(ns) * 1e-9;
     } else if (key == "gbps") {
       if (!ParseDouble(val, &spec.gbps) || spec.gbps <= 0 || spec.gbps > 1e5) {
-        return Bad(text, field + " is not a bandwidth in (0, 100000] Gbit/s");
+        return Status::InvalidArgument(field + " is not a bandwidth in (0, 100000] Gbit/s");
       }
     } else if (key == "loss") {
       if (!ParseDouble(val, &spec.loss) || spec.loss < 0 || spec.loss >= 1) {
-        return Bad(text, field + " is not a probability in [0, 1)");
+        return Status::InvalidArgument(field + " is not a probability in [0, 1)");
       }
     } else {
-      return Bad(text, "unknown key '" + std::string(key) + "'");
+      return Status::InvalidArgument("unknown key '" + std::string(key) + "'");
     }
-  }
+    return Status::Ok();
+  });
+  if (!s.ok()) return Bad(text, std::string(s.message()));
   return spec;
 }
 

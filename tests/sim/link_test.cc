@@ -49,6 +49,9 @@ TEST(LinkTest, ParsesSpecsAndRefusesBadOnesWithTheField) {
   EXPECT_DOUBLE_EQ(s->gbps, 25);
   EXPECT_DOUBLE_EQ(s->loss, 0.01);
   EXPECT_EQ(LinkSpec::Parse(s->ToString())->ToString(), s->ToString());
+  auto sparse = LinkSpec::Parse(",latency=1us,,");  // empty items are skipped
+  ASSERT_TRUE(sparse.ok()) << sparse.status().message();
+  EXPECT_DOUBLE_EQ(sparse->latency_s, 1e-6);
   for (const char* bad : {"gbps=0", "loss=1", "loss=-0.1", "latency=fast", "speed=3", "gbps"}) {
     auto r = LinkSpec::Parse(bad);
     ASSERT_FALSE(r.ok()) << bad;
