@@ -48,6 +48,35 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
+// A slot's registers in the order Telemetry unpacks them: each job register,
+// both banks of each bank register, then `ranks` entries of each rank
+// register. fn(name, index).
+template <typename Fn>
+void ForEachRegister(uint32_t slot, uint32_t ranks, uint32_t max_ranks, Fn fn) {
+  for (const char* r : kJobRegisters) fn(r, slot);
+  for (const char* r : kBankRegisters) {
+    for (uint32_t b = 0; b < 2; ++b) fn(r, slot * 2 + b);
+  }
+  for (const char* r : kRankRegisters) {
+    for (uint32_t w = 0; w < ranks; ++w) fn(r, slot * max_ranks + w);
+  }
+}
+
+// A slot's counters in the order Telemetry unpacks them: its drops by
+// reason, packets received and events by kind, then each of `ranks` ranks'
+// events. fn(name, index).
+template <typename Fn>
+void ForEachCounter(uint32_t slot, uint32_t ranks, uint32_t max_ranks, Fn fn) {
+  for (uint32_t i = 0; i < kJobDropsPerSlot; ++i) fn("job_drops", slot * kJobDropsPerSlot + i);
+  for (uint32_t i = 0; i < kEventsPerSlot; ++i) fn("job_rx", slot * kEventsPerSlot + i);
+  for (uint32_t i = 0; i < kEventsPerSlot; ++i) fn("job_events", slot * kEventsPerSlot + i);
+  for (uint32_t w = 0; w < ranks; ++w) {
+    for (uint32_t i = 0; i < kEventsPerSlot; ++i) {
+      fn("rank_events", (slot * max_ranks + w) * kEventsPerSlot + i);
+    }
+  }
+}
+
 }  // namespace
 
 Bmv2Target::Bmv2Target(std::unique_ptr<CliSession> cli, std::unique_ptr<KickChannel> kicks,
@@ -83,30 +112,13 @@ Result<Bmv2Target::Job> Bmv2Target::Find(uint16_t job) const {
 
 Status Bmv2Target::ClearSlot(uint32_t slot) {
   std::vector<std::string> cmds;
-  for (const char* r : kRankRegisters) {
-    for (uint32_t w = 0; w < limits_.max_ranks; ++w) {
-      cmds.push_back("register_write " + Reg(r) + " " +
-                     std::to_string(slot * limits_.max_ranks + w) + " 0");
-    }
-  }
-  for (const char* r : kJobRegisters) {
-    cmds.push_back("register_write " + Reg(r) + " " + std::to_string(slot) + " 0");
-  }
-  for (const char* r : kBankRegisters) {
-    for (uint32_t b = 0; b < 2; ++b) {
-      cmds.push_back("register_write " + Reg(r) + " " + std::to_string(slot * 2 + b) + " 0");
-    }
-  }
-  auto zero_counters = [&](const char* name, uint32_t first, uint32_t n) {
-    for (uint32_t i = 0; i < n; ++i) {
-      cmds.push_back("counter_write " + Reg(name) + " " + std::to_string(first + i) + " 0 0");
-    }
-  };
-  zero_counters("job_drops", slot * kJobDropsPerSlot, kJobDropsPerSlot);
-  zero_counters("job_rx", slot * kEventsPerSlot, kEventsPerSlot);
-  zero_counters("job_events", slot * kEventsPerSlot, kEventsPerSlot);
-  zero_counters("rank_events", slot * limits_.max_ranks * kEventsPerSlot,
-                limits_.max_ranks * kEventsPerSlot);
+  const uint32_t max = limits_.max_ranks;
+  ForEachRegister(slot, max, max, [&](const char* name, uint32_t i) {
+    cmds.push_back("register_write " + Reg(name) + " " + std::to_string(i) + " 0");
+  });
+  ForEachCounter(slot, max, max, [&](const char* name, uint32_t i) {
+    cmds.push_back("counter_write " + Reg(name) + " " + std::to_string(i) + " 0 0");
+  });
   return cli_->RunAll(cmds);
 }
 
@@ -308,41 +320,15 @@ Result<dataplane::JobTelemetry> Bmv2Target::Telemetry(uint16_t job) const {
   dataplane::JobTelemetry t;
   t.config = j->config;
   t.rows = j->config.rows();
-  // One batch: the job's registers, both banks, then each rank's registers.
+  // One batch: the slot's registers, then its counters.
   std::vector<std::string> cmds;
-  for (const char* r : kJobRegisters) {
-    cmds.push_back("register_read " + Reg(r) + " " + std::to_string(slot));
-  }
-  for (const char* r : kBankRegisters) {
-    for (uint32_t b = 0; b < 2; ++b) {
-      cmds.push_back("register_read " + Reg(r) + " " + std::to_string(slot * 2 + b));
-    }
-  }
-  for (const char* r : kRankRegisters) {
-    for (uint32_t w = 0; w < n; ++w) {
-      cmds.push_back("register_read " + Reg(r) + " " +
-                     std::to_string(slot * limits_.max_ranks + w));
-    }
-  }
+  ForEachRegister(slot, n, limits_.max_ranks, [&](const char* name, uint32_t i) {
+    cmds.push_back("register_read " + Reg(name) + " " + std::to_string(i));
+  });
   const size_t first_counter = cmds.size();
-  for (uint32_t i = 0; i < kJobDropsPerSlot; ++i) {
-    cmds.push_back("counter_read " + Reg("job_drops") + " " +
-                   std::to_string(slot * kJobDropsPerSlot + i));
-  }
-  for (uint32_t i = 0; i < kEventsPerSlot; ++i) {
-    cmds.push_back("counter_read " + Reg("job_rx") + " " +
-                   std::to_string(slot * kEventsPerSlot + i));
-  }
-  for (uint32_t i = 0; i < kEventsPerSlot; ++i) {
-    cmds.push_back("counter_read " + Reg("job_events") + " " +
-                   std::to_string(slot * kEventsPerSlot + i));
-  }
-  for (uint32_t w = 0; w < n; ++w) {
-    for (uint32_t i = 0; i < kEventsPerSlot; ++i) {
-      cmds.push_back("counter_read " + Reg("rank_events") + " " +
-                     std::to_string((slot * limits_.max_ranks + w) * kEventsPerSlot + i));
-    }
-  }
+  ForEachCounter(slot, n, limits_.max_ranks, [&](const char* name, uint32_t i) {
+    cmds.push_back("counter_read " + Reg(name) + " " + std::to_string(i));
+  });
   auto out = cli_->Run(cmds);
   if (!out.ok()) return out.status();
   std::vector<uint64_t> v;
