@@ -1,6 +1,5 @@
 #include "bmv2/bmv2_daemon.h"
 
-#include <arpa/inet.h>
 #include <net/if.h>
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
