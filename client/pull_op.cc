@@ -12,8 +12,7 @@ constexpr uint32_t kFastRetransmit = 3;
 
 }  // namespace
 
-PullOp::PullOp(Transport& t, const RankState& rank, std::span<int32_t> model,
-               ClientStats* stats)
+PullOp::PullOp(Transport& t, const RankState& rank, std::span<int32_t> model, ClientStats* stats)
     : t_(t),
       stats_(stats),
       clock_(rank.clock()),
@@ -38,16 +37,22 @@ Operation::Reply PullOp::OnReply(const proto::PacketView& v) {
   const proto::Header& h = v.header;
   if (h.op == proto::Op::kError && h.clock == clock_ && ErrorRefuses(v, proto::Op::kRead)) {
     switch (ErrorCodeOf(v)) {
-      case proto::ErrorCode::kEvicted: end_ = End::kEvicted; Finish(Status::Ok()); break;
-      case proto::ErrorCode::kNotJoined: end_ = End::kNotJoined; Finish(Status::Ok()); break;
+      case proto::ErrorCode::kEvicted:
+        end_ = End::kEvicted;
+        Finish(Status::Ok());
+        break;
+      case proto::ErrorCode::kNotJoined:
+        end_ = End::kNotJoined;
+        Finish(Status::Ok());
+        break;
       default:
-        Finish(Refused(t_, "READ (row " + std::to_string(h.row) + ", clock " + ClockText(clock_) + ")",
-                    v));
+        Finish(Refused(
+            t_, "READ (row " + std::to_string(h.row) + ", clock " + ClockText(clock_) + ")", v));
     }
     return Reply::kHandled;
   }
   if (h.op != proto::Op::kReadReply || h.clock != clock_ || h.row >= rows_ ||
-      state_[h.row] != kInFlight) {
+      (state_[h.row] != kInFlight && state_[h.row] != kHeld)) {
     return Reply::kStale;
   }
   const size_t begin = size_t{h.row} * row_width_;
@@ -66,9 +71,11 @@ Operation::Reply PullOp::OnReply(const proto::PacketView& v) {
     }
   }
   state_[h.row] = kDone;
+  if (h.row == probe_) probe_answered_ = true;
   if (++got_ == rows_) {
     if (t_.saturated() && t_.options().fail_on_saturation) {
-      Finish(Status::FailedPrecondition("job " + std::to_string(t_.options().job) +
+      Finish(
+          Status::FailedPrecondition("job " + std::to_string(t_.options().job) +
                                      ": the switch's table saturated (a sum left the fixed-point "
                                      "range); the model is no longer exact. Use a smaller scale "
                                      "or a smaller learning rate"));
@@ -84,8 +91,10 @@ SteadyClock::time_point PullOp::NextTimer() const {
   // replaced): work to do now.
   constexpr auto kNow = SteadyClock::time_point::min();
   if (next_ < rows_ && in_flight_.size() < t_.options().window) return kNow;
+  if (probe_answered_) return kNow;
   auto due = SteadyClock::time_point::max();
   for (uint32_t r : in_flight_) {
+    if (state_[r] == kHeld) continue;
     if (state_[r] != kInFlight || overtaken_[r] >= kFastRetransmit) return kNow;
     due = std::min(due, sent_[r] + t_.rtt().Rto(attempts_[r]));
   }
@@ -93,24 +102,45 @@ SteadyClock::time_point PullOp::NextTimer() const {
 }
 
 Status PullOp::OnTimer(SteadyClock::time_point now) {
-  // Retransmit overdue and overtaken rows (to the back of the send order);
-  // drop answered ones.
+  // Retransmit overtaken rows, the held ones once the probe is answered, and
+  // of the rows that timed out the newest alone (the probe: the class
+  // comment), holding the others; all to the back of the send order. Drop
+  // answered rows.
+  const bool release = probe_answered_;
+  if (release) {
+    probe_ = kNoProbe;
+    probe_answered_ = false;
+  }
+  uint32_t newest_overdue = kNoProbe;  // in_flight_ is in send order
+  for (uint32_t r : in_flight_) {
+    if (state_[r] == kInFlight && overtaken_[r] < kFastRetransmit &&
+        now >= sent_[r] + t_.rtt().Rto(attempts_[r])) {
+      newest_overdue = r;
+    }
+  }
   size_t kept = 0;
   resent_.clear();
   for (uint32_t r : in_flight_) {
     if (state_[r] == kDone) continue;
-    if (now < sent_[r] + t_.rtt().Rto(attempts_[r]) && overtaken_[r] < kFastRetransmit) {
+    const bool resend =
+        state_[r] == kHeld ? release : overtaken_[r] >= kFastRetransmit || r == newest_overdue;
+    if (!resend) {
+      if (state_[r] == kInFlight && now >= sent_[r] + t_.rtt().Rto(attempts_[r])) {
+        state_[r] = kHeld;
+      }
       in_flight_[kept++] = r;
       continue;
     }
     Status q = t_.Queue(proto::Op::kRead, clock_, r, proto::flags::kRetransmit, {});
     if (!q.ok()) return q;
+    state_[r] = kInFlight;
     sent_[r] = now;
     overtaken_[r] = 0;
     ++attempts_[r];
     ++stats_->read_retransmits;
     resent_.push_back(r);
   }
+  if (newest_overdue != kNoProbe) probe_ = newest_overdue;
   in_flight_.resize(kept);
   in_flight_.insert(in_flight_.end(), resent_.begin(), resent_.end());
   // Keep the window full.
@@ -126,8 +156,8 @@ Status PullOp::OnTimer(SteadyClock::time_point now) {
 }
 
 Status PullOp::Stalled(bool) const {
-  return SilenceError(t_, "READ (" + std::to_string(rows_ - got_) + " rows, clock " +
-                              ClockText(clock_) + ")");
+  return SilenceError(
+      t_, "READ (" + std::to_string(rows_ - got_) + " rows, clock " + ClockText(clock_) + ")");
 }
 
 }  // namespace serene::client

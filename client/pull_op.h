@@ -7,6 +7,15 @@
 // moves to the back of the send order. Round trips are sampled from replies
 // to requests sent once (Karn). Progress: every new row.
 //
+// A timeout cannot tell a lost request from a slow switch (a process not
+// scheduled for a while answers a whole window late). So when several rows
+// time out together only the newest of them is re-sent, a probe, and the
+// others are held: the switch answers a rank's requests in order, so once
+// the probe's row is answered every older row that is still missing was
+// lost, and those are re-sent then (reordering costs a needless re-send at
+// worst). A stall costs one re-sent READ per timeout instead of a window; a
+// lost burst costs one round trip more.
+//
 // It ends when every row arrived, or when the switch refuses a READ: evicted
 // (the client joins again and pulls at its new clock), not_joined (the switch
 // lost the rank: restarted), or any other code (an error).
@@ -37,7 +46,9 @@ class PullOp final : public Operation {
   End end() const { return end_; }
 
  private:
-  static constexpr uint8_t kIdle = 0, kInFlight = 1, kDone = 2;
+  // kHeld: timed out, not re-sent until the probe's row is answered.
+  static constexpr uint8_t kIdle = 0, kInFlight = 1, kDone = 2, kHeld = 3;
+  static constexpr uint32_t kNoProbe = 0xFFFFFFFFu;
 
   Transport& t_;
   ClientStats* stats_;
@@ -49,14 +60,16 @@ class PullOp final : public Operation {
   End end_ = End::kPulled;
 
   const uint32_t first_row_;  // rows are sent from here, wrapping (FirstRow)
-  uint32_t next_ = 0;  // rows sent at least once: the next is RowAt(first_row_, next_)
-  uint32_t got_ = 0;   // rows received
+  uint32_t next_ = 0;         // rows sent at least once: the next is RowAt(first_row_, next_)
+  uint32_t got_ = 0;          // rows received
   std::vector<uint8_t> state_;
   std::vector<SteadyClock::time_point> sent_;
   std::vector<uint32_t> attempts_;
   std::vector<uint32_t> overtaken_;  // later replies seen while in flight
   std::vector<uint32_t> in_flight_;  // rows in send order
   std::vector<uint32_t> resent_;     // scratch
+  uint32_t probe_ = kNoProbe;        // the row re-sent alone while others are held
+  bool probe_answered_ = false;      // the held rows are to be re-sent now
 };
 
 }  // namespace serene::client

@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "fake_switch.h"
 #include "serene/client.h"
@@ -301,6 +303,67 @@ TEST(ClientLoop, ASwitchThatDiesDuringAPullIsReportedWithinTheDeadline) {
       << s.message();
   EXPECT_LT(Seconds(Clock::now() - start), 1.5 + 2.0);
   EXPECT_GT(c->stats().read_retransmits, 0u);
+}
+
+// A pull of 100 rows of one value by rank 1: READs leave rows 50..99, then
+// 0..49, all in one window.
+constexpr uint32_t kPullRows = 100;
+constexpr uint32_t kLastSent = 49;
+
+// Rank 1's pull from `sw`, which answers every row with `value`; returns the
+// client for its stats.
+std::unique_ptr<Client> PullsEveryRow(const FakeSwitch& sw, int32_t value) {
+  auto c = Joined(sw, 1);
+  std::vector<int32_t> model(kPullRows);
+  Status s = c->PullFixed(model);
+  EXPECT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(model, std::vector<int32_t>(kPullRows, value));
+  return c;
+}
+
+TEST(ClientLoop, AStalledSwitchCostsOneReadPerTimeoutNotAWindow) {
+  // The switch stops for 300 ms (a process not scheduled) with the whole
+  // window queued, then answers every READ in order. Every row times out,
+  // none was lost: re-sending the window (every ~20-160 ms) would double the
+  // switch's backlog each time; a probe per timeout costs a handful.
+  bool stalled = false;  // the switch thread's
+  FakeSwitch sw(2, kPullRows, 1, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op == Op::kJoin) reply.JoinAck(r, 4, kIncarnation);
+    if (r.header.op == Op::kRead) {
+      if (!stalled) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      stalled = true;
+      reply.ReadReply(r, 3);
+    }
+  });
+  auto c = PullsEveryRow(sw, 3);
+  EXPECT_GE(c->stats().read_retransmits, 1u) << "the rows did time out";
+  EXPECT_LE(c->stats().read_retransmits, 8u) << "one probe per timeout, not the window";
+}
+
+TEST(ClientLoop, RowsLostTogetherAreReSentOnceTheNewestIsAnswered) {
+  // The first copies of the last 30 READs sent are lost. They time out
+  // together: the newest (row 49) is re-sent alone; its reply proves the
+  // other 29 lost (the switch answers in order), and they follow.
+  std::mutex mu;
+  std::vector<uint32_t> resent;           // rows of re-sent READs, in arrival order
+  size_t resent_when_probe_answered = 0;  // re-sent READs seen when row 49 was answered
+  FakeSwitch sw(2, kPullRows, 1, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op == Op::kJoin) reply.JoinAck(r, 4, kIncarnation);
+    if (r.header.op != Op::kRead) return;
+    const bool retransmit = (r.header.flags & proto::flags::kRetransmit) != 0;
+    std::lock_guard<std::mutex> lock(mu);
+    if (retransmit) resent.push_back(r.header.row);
+    if (!retransmit && r.header.row >= kLastSent - 29 && r.header.row <= kLastSent) return;
+    if (r.header.row == kLastSent) resent_when_probe_answered = resent.size();
+    reply.ReadReply(r, 2);
+  });
+  PullsEveryRow(sw, 2);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_FALSE(resent.empty());
+  EXPECT_EQ(resent.front(), kLastSent) << "the newest row that timed out is the probe";
+  EXPECT_EQ(resent_when_probe_answered, 1u) << "nothing else re-sent before the probe's reply";
+  EXPECT_GE(resent.size(), 30u) << "every lost row re-sent";
+  EXPECT_LE(resent.size(), 40u);
 }
 
 }  // namespace
