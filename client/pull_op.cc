@@ -24,7 +24,8 @@ PullOp::PullOp(Transport& t, const RankState& rank, std::span<int32_t> model, Cl
       state_(rank.info.rows, kIdle),
       sent_(rank.info.rows),
       attempts_(rank.info.rows, 0),
-      overtaken_(rank.info.rows, 0) {
+      overtaken_(rank.info.rows, 0),
+      overtaken_at_(rank.info.rows) {
   in_flight_.reserve(std::min<uint32_t>(rows_, t.options().window));
 }
 
@@ -65,9 +66,11 @@ Operation::Reply PullOp::OnReply(const proto::PacketView& v) {
   // now ahead of it in send order, so it proves nothing about them.
   if (attempts_[h.row] == 0) {
     t_.rtt().Sample(now - sent_[h.row], now);
+    // A reply that later ones overtook measures how late reordering makes one.
+    if (overtaken_[h.row] > 0) t_.reorder().Sample(now - overtaken_at_[h.row], now);
     for (uint32_t r : in_flight_) {
       if (r == h.row) break;
-      if (state_[r] == kInFlight) ++overtaken_[r];
+      if (state_[r] == kInFlight && overtaken_[r]++ == 0) overtaken_at_[r] = now;
     }
   }
   state_[h.row] = kDone;
@@ -95,10 +98,16 @@ SteadyClock::time_point PullOp::NextTimer() const {
   auto due = SteadyClock::time_point::max();
   for (uint32_t r : in_flight_) {
     if (state_[r] == kHeld) continue;
-    if (state_[r] != kInFlight || overtaken_[r] >= kFastRetransmit) return kNow;
-    due = std::min(due, sent_[r] + t_.rtt().Rto(attempts_[r]));
+    if (state_[r] != kInFlight) return kNow;
+    due = std::min(due, LostAt(r));
   }
   return due;
+}
+
+SteadyClock::time_point PullOp::LostAt(uint32_t r) const {
+  const auto timeout = sent_[r] + t_.rtt().Rto(attempts_[r]);
+  if (overtaken_[r] < kFastRetransmit) return timeout;
+  return std::min(timeout, overtaken_at_[r] + t_.reorder().Get());
 }
 
 Status PullOp::OnTimer(SteadyClock::time_point now) {
@@ -111,23 +120,21 @@ Status PullOp::OnTimer(SteadyClock::time_point now) {
     probe_ = kNoProbe;
     probe_answered_ = false;
   }
+  auto timed_out = [&](uint32_t r) { return now >= sent_[r] + t_.rtt().Rto(attempts_[r]); };
+  auto overtaken_lost = [&](uint32_t r) {
+    return overtaken_[r] >= kFastRetransmit && now >= overtaken_at_[r] + t_.reorder().Get();
+  };
   uint32_t newest_overdue = kNoProbe;  // in_flight_ is in send order
   for (uint32_t r : in_flight_) {
-    if (state_[r] == kInFlight && overtaken_[r] < kFastRetransmit &&
-        now >= sent_[r] + t_.rtt().Rto(attempts_[r])) {
-      newest_overdue = r;
-    }
+    if (state_[r] == kInFlight && !overtaken_lost(r) && timed_out(r)) newest_overdue = r;
   }
   size_t kept = 0;
   resent_.clear();
   for (uint32_t r : in_flight_) {
     if (state_[r] == kDone) continue;
-    const bool resend =
-        state_[r] == kHeld ? release : overtaken_[r] >= kFastRetransmit || r == newest_overdue;
+    const bool resend = state_[r] == kHeld ? release : overtaken_lost(r) || r == newest_overdue;
     if (!resend) {
-      if (state_[r] == kInFlight && now >= sent_[r] + t_.rtt().Rto(attempts_[r])) {
-        state_[r] = kHeld;
-      }
+      if (state_[r] == kInFlight && timed_out(r)) state_[r] = kHeld;
       in_flight_[kept++] = r;
       continue;
     }

@@ -1,10 +1,12 @@
 // PullOp: READ every row of the model at the rank's current clock.
 //
 // READs are pipelined: at most `window` in flight, each retransmitted when
-// its timeout (the round-trip estimate, doubling per attempt) expires, or at
-// once when three later requests were answered before it (fast retransmit:
-// reordering alone rarely passes a request three times). A retransmitted row
-// moves to the back of the send order. Round trips are sampled from replies
+// its timeout (the round-trip estimate, doubling per attempt) expires, or
+// when three later requests were answered before it and it is still missing
+// a reordering window (reorder_window.h) after the first of them (fast
+// retransmit: reordering alone rarely passes a request three times and by
+// more than the reordering seen so far). A retransmitted row moves to the
+// back of the send order. Round trips are sampled from replies
 // to requests sent once (Karn). Progress: every new row.
 //
 // A timeout cannot tell a lost request from a slow switch (a process not
@@ -46,6 +48,10 @@ class PullOp final : public Operation {
   End end() const { return end_; }
 
  private:
+  // When in-flight row `r` counts as lost: its timeout, or sooner once later
+  // replies overtook it (fast retransmit).
+  SteadyClock::time_point LostAt(uint32_t r) const;
+
   // kHeld: timed out, not re-sent until the probe's row is answered.
   static constexpr uint8_t kIdle = 0, kInFlight = 1, kDone = 2, kHeld = 3;
   static constexpr uint32_t kNoProbe = 0xFFFFFFFFu;
@@ -65,11 +71,12 @@ class PullOp final : public Operation {
   std::vector<uint8_t> state_;
   std::vector<SteadyClock::time_point> sent_;
   std::vector<uint32_t> attempts_;
-  std::vector<uint32_t> overtaken_;  // later replies seen while in flight
-  std::vector<uint32_t> in_flight_;  // rows in send order
-  std::vector<uint32_t> resent_;     // scratch
-  uint32_t probe_ = kNoProbe;        // the row re-sent alone while others are held
-  bool probe_answered_ = false;      // the held rows are to be re-sent now
+  std::vector<uint32_t> overtaken_;                    // later replies seen while in flight
+  std::vector<SteadyClock::time_point> overtaken_at_;  // the first of them
+  std::vector<uint32_t> in_flight_;                    // rows in send order
+  std::vector<uint32_t> resent_;                       // scratch
+  uint32_t probe_ = kNoProbe;    // the row re-sent alone while others are held
+  bool probe_answered_ = false;  // the held rows are to be re-sent now
 };
 
 }  // namespace serene::client

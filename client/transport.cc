@@ -17,13 +17,7 @@ constexpr double kDrainBytesPerSecond = 1e9;
 }  // namespace
 
 void RttEstimator::Sample(SteadyClock::duration sample, SteadyClock::time_point now) {
-  if (now - window_start_ > std::chrono::seconds(1)) {
-    previous_max_ = window_max_;
-    window_max_ = sample;
-    window_start_ = now;
-  } else {
-    window_max_ = std::max(window_max_, sample);
-  }
+  longest_.Add(sample, now);
   // RFC 6298: SRTT and RTTVAR with gains 1/8 and 1/4.
   if (!have_) {
     srtt_ = sample;
@@ -40,7 +34,7 @@ SteadyClock::duration RttEstimator::Rto(uint32_t attempts) const {
   // Before the first sample: the initial timeout. Then SRTT + 4 RTTVAR, at
   // least the floor (10 ms, or what SetJobShape set) and twice the longest
   // recent round trip, doubling per attempt up to the maximum.
-  auto t = have_ ? std::max({srtt_ + 4 * rttvar_, floor_, 2 * std::max(window_max_, previous_max_)})
+  auto t = have_ ? std::max({srtt_ + 4 * rttvar_, floor_, 2 * longest_.Get()})
                  : std::chrono::duration_cast<SteadyClock::duration>(initial_);
   const auto cap = std::chrono::duration_cast<SteadyClock::duration>(max_);
   for (uint32_t i = 0; i < attempts && t < cap; ++i) t *= 2;

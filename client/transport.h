@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "client/reorder_window.h"
+#include "client/windowed_max.h"
 #include "include/serene/client.h"
 #include "net/udp_socket.h"
 #include "proto/codec.h"
@@ -47,9 +49,7 @@ class RttEstimator {
   // The longest round trip of the current and the previous second: a timeout
   // below a round trip this machine just took (a scheduling stall, a queue
   // at the switch) would fire for replies that are only late.
-  SteadyClock::duration window_max_{0};
-  SteadyClock::duration previous_max_{0};
-  SteadyClock::time_point window_start_{};
+  WindowedMax longest_;
   SteadyClock::duration rttvar_{0};
 };
 
@@ -77,6 +77,7 @@ class Transport {
   bool saturated() const { return saturated_; }
 
   RttEstimator& rtt() { return rtt_; }
+  ReorderWindow& reorder() { return reorder_; }
   // Sizes the timeout floor to the job: a request may legitimately wait at
   // the switch behind one push of every rank (workers x elements x 4 bytes,
   // which the switch's receive buffer is sized to hold), so a timer shorter
@@ -102,6 +103,7 @@ class Transport {
   bool finished_ = false;
   bool saturated_ = false;
   RttEstimator rtt_;
+  ReorderWindow reorder_;
 };
 
 template <typename Handler>

@@ -275,6 +275,25 @@ INSTANTIATE_TEST_SUITE_P(Reported, FaultMatrixTest, ::testing::ValuesIn(Reported
 INSTANTIATE_TEST_SUITE_P(Trains, FaultMatrixTest, ::testing::ValuesIn(TrainCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(Stale, FaultMatrixTest, ::testing::ValuesIn(StaleCases()), CaseName);
 
+// Delay jitter below the retransmission timeout reorders READ replies but
+// loses none. Taking every row that three later replies passed for lost
+// re-sent 22,000-37,000 READs in this run (157 rows per pull, 50 clocks,
+// 4 ranks, seeds 1-6); waiting a reordering window learned from the late
+// replies (client/reorder_window.h) re-sends 50-400.
+TEST(FaultJitterTest, RepliesReorderedByJitterAreNotTakenForLost) {
+  BenchProcess bench(SERENE_BENCH_BIN,
+                     {"--workers", std::to_string(kWorkers), "--elements", "10000", "--row", "64",
+                      "--clocks", "50", "--fault", "delay=0ms..2ms,seed=1,dir=rx"});
+  ASSERT_TRUE(bench.started()) << SERENE_BENCH_BIN;
+  const BenchReport r = bench.Finish(kGuard);
+  ASSERT_TRUE(r.exit_code.has_value()) << r.output;
+  EXPECT_EQ(*r.exit_code, 0) << r.output;
+  EXPECT_TRUE(r.summary_seen && r.summary_ok) << r.output;
+  EXPECT_LT(r.retransmissions, 5000u) << r.output;
+  std::printf("[fault-matrix] jitter 0-2 ms, 157 rows: %llu retransmissions in %.2f s\n",
+              static_cast<unsigned long long>(r.retransmissions), r.wall_seconds);
+}
+
 // A worker that dies mid-run (SIGKILL: a crash) must not leave its peers
 // waiting at the barrier until their deadlines: serene-bench stops them at
 // once, says which rank died and which were stopped, and exits 1.
