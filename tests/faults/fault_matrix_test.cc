@@ -278,8 +278,8 @@ INSTANTIATE_TEST_SUITE_P(Stale, FaultMatrixTest, ::testing::ValuesIn(StaleCases(
 // Delay jitter below the retransmission timeout reorders READ replies but
 // loses none. Taking every row that three later replies passed for lost
 // re-sent 22,000-37,000 READs in this run (157 rows per pull, 50 clocks,
-// 4 ranks, seeds 1-6); waiting a reordering window learned from the late
-// replies (client/reorder_window.h) re-sends 50-400.
+// 4 ranks, seeds 1-6, loaded and quiet machine); waiting a reordering window
+// learned from the late replies (client/reorder_window.h) re-sends 50-410.
 TEST(FaultJitterTest, RepliesReorderedByJitterAreNotTakenForLost) {
   BenchProcess bench(SERENE_BENCH_BIN,
                      {"--workers", std::to_string(kWorkers), "--elements", "10000", "--row", "64",
