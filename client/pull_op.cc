@@ -74,7 +74,6 @@ Operation::Reply PullOp::OnReply(const proto::PacketView& v) {
     }
   }
   state_[h.row] = kDone;
-  if (h.row == probe_) probe_answered_ = true;
   if (++got_ == rows_) {
     if (t_.saturated() && t_.options().fail_on_saturation) {
       Finish(
@@ -94,7 +93,7 @@ SteadyClock::time_point PullOp::NextTimer() const {
   // replaced): work to do now.
   constexpr auto kNow = SteadyClock::time_point::min();
   if (next_ < rows_ && in_flight_.size() < t_.options().window) return kNow;
-  if (probe_answered_) return kNow;
+  if (ProbeAnswered()) return kNow;
   auto due = SteadyClock::time_point::max();
   for (uint32_t r : in_flight_) {
     if (state_[r] == kHeld) continue;
@@ -104,10 +103,17 @@ SteadyClock::time_point PullOp::NextTimer() const {
   return due;
 }
 
+SteadyClock::time_point PullOp::TimeoutAt(uint32_t r) const {
+  return sent_[r] + t_.rtt().Rto(attempts_[r]);
+}
+
+SteadyClock::time_point PullOp::OvertakenLostAt(uint32_t r) const {
+  if (overtaken_[r] < kFastRetransmit) return SteadyClock::time_point::max();
+  return overtaken_at_[r] + t_.reorder().Get();
+}
+
 SteadyClock::time_point PullOp::LostAt(uint32_t r) const {
-  const auto timeout = sent_[r] + t_.rtt().Rto(attempts_[r]);
-  if (overtaken_[r] < kFastRetransmit) return timeout;
-  return std::min(timeout, overtaken_at_[r] + t_.reorder().Get());
+  return std::min(TimeoutAt(r), OvertakenLostAt(r));
 }
 
 Status PullOp::OnTimer(SteadyClock::time_point now) {
@@ -115,15 +121,10 @@ Status PullOp::OnTimer(SteadyClock::time_point now) {
   // of the rows that timed out the newest alone (the probe: the class
   // comment), holding the others; all to the back of the send order. Drop
   // answered rows.
-  const bool release = probe_answered_;
-  if (release) {
-    probe_ = kNoProbe;
-    probe_answered_ = false;
-  }
-  auto timed_out = [&](uint32_t r) { return now >= sent_[r] + t_.rtt().Rto(attempts_[r]); };
-  auto overtaken_lost = [&](uint32_t r) {
-    return overtaken_[r] >= kFastRetransmit && now >= overtaken_at_[r] + t_.reorder().Get();
-  };
+  const bool release = ProbeAnswered();
+  if (release) probe_ = kNoProbe;
+  auto timed_out = [&](uint32_t r) { return now >= TimeoutAt(r); };
+  auto overtaken_lost = [&](uint32_t r) { return now >= OvertakenLostAt(r); };
   uint32_t newest_overdue = kNoProbe;  // in_flight_ is in send order
   for (uint32_t r : in_flight_) {
     if (state_[r] == kInFlight && !overtaken_lost(r) && timed_out(r)) newest_overdue = r;

@@ -49,8 +49,12 @@ class PullOp final : public Operation {
 
  private:
   // When in-flight row `r` counts as lost: its timeout, or sooner once later
-  // replies overtook it (fast retransmit).
+  // replies overtook it (fast retransmit; time_point::max() until they have).
+  SteadyClock::time_point TimeoutAt(uint32_t r) const;
+  SteadyClock::time_point OvertakenLostAt(uint32_t r) const;
   SteadyClock::time_point LostAt(uint32_t r) const;
+  // The held rows are to be re-sent now.
+  bool ProbeAnswered() const { return probe_ != kNoProbe && state_[probe_] == kDone; }
 
   // kHeld: timed out, not re-sent until the probe's row is answered.
   static constexpr uint8_t kIdle = 0, kInFlight = 1, kDone = 2, kHeld = 3;
@@ -75,8 +79,7 @@ class PullOp final : public Operation {
   std::vector<SteadyClock::time_point> overtaken_at_;  // the first of them
   std::vector<uint32_t> in_flight_;                    // rows in send order
   std::vector<uint32_t> resent_;                       // scratch
-  uint32_t probe_ = kNoProbe;    // the row re-sent alone while others are held
-  bool probe_answered_ = false;  // the held rows are to be re-sent now
+  uint32_t probe_ = kNoProbe;  // the row re-sent alone while others are held
 };
 
 }  // namespace serene::client

@@ -1,8 +1,8 @@
 // ReorderWindow: how long a READ reply may still arrive after replies to
 // requests sent later (RACK's reordering window, RFC 8985, measured rather
 // than assumed). A row that later replies overtook is taken for lost only
-// once it is that late, so reordering on the path (delay jitter, a switch
-// with several threads) costs waiting, not re-sent requests.
+// once it is that late, so reordering on the path (delay jitter) costs
+// waiting, not re-sent requests.
 //
 // The window is 1.5 x the largest extent of reordering seen in the current
 // and the previous second, at most kMax. With no reordering seen it is zero:
