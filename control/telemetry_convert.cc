@@ -93,6 +93,7 @@ v1::Job JobToProto(const dataplane::JobConfig& c) {
   for (size_t i = 0; i < c.allow.size; ++i) {
     j.add_allow(dataplane::FormatSourcePrefix(c.allow.prefixes[i]));
   }
+  if (c.group.valid()) j.set_group(dataplane::FormatGroup(c.group));
   return j;
 }
 
@@ -153,6 +154,11 @@ Result<dataplane::JobConfig> JobFromProto(const v1::Job& job) {
     if (!prefix.ok()) return Status::InvalidArgument(field + ": " + prefix.status().message());
     Status added = c.allow.Add(*prefix);
     if (!added.ok()) return Status::InvalidArgument(field + ": " + added.message());
+  }
+  if (!job.group().empty()) {
+    auto g = dataplane::ParseGroup(job.group());
+    if (!g.ok()) return Status::InvalidArgument("job.group: " + g.status().message());
+    c.group = *g;
   }
   Status s = c.Validate();
   if (!s.ok()) return Status::InvalidArgument(s.message());

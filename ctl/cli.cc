@@ -152,6 +152,10 @@ void CommandLine::AddJobCommands(CLI::App* app) {
        "Evict ranks silent this long; 0 = never; default 10s")
       ->type_name("DURATION")
       ->check(DurationCheck(0, dataplane::kMaxEvictAfterMs));
+  c->add_option("--group", create->group,
+                "Reply group, an IPv4 multicast address and port: exact rows a subscribed "
+                "rank READs reach every subscribed rank in one send; default none")
+      ->type_name("ADDR:PORT");
   AddJson(c, &create->json);
   Add(c, false, [create](RuntimeClient& client, Io io, Interrupt*, bool) {
     return CreateJob(client, *create, io);

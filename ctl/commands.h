@@ -37,6 +37,7 @@ struct JobCreateOptions {
   uint32_t scale_log2 = 0;                 // 0 = the switch's default (24)
   std::string policy;                      // a SPEC; "" = the switch's default (sync)
   std::optional<uint32_t> evict_after_ms;  // nullopt = the switch's default (10 s)
+  std::string group;                       // reply group "A.B.C.D:PORT"; empty = none
   bool json = false;
 };
 // `job create`: the job as created, its key, and what its workers need.

@@ -8,6 +8,7 @@
 #include "ctl/commands.h"
 #include "ctl/format.h"
 #include "dataplane/barrier_params.h"
+#include "dataplane/job_config.h"
 
 namespace serene::ctl {
 namespace {
@@ -84,6 +85,11 @@ int CreateJob(RuntimeClient& client, const JobCreateOptions& options, Io io) {
     *job.mutable_policy() = control::RuleToProto(*rule);
   }
   if (options.evict_after_ms) job.set_evict_after_ms(*options.evict_after_ms);
+  if (!options.group.empty()) {
+    auto group = dataplane::ParseGroup(options.group);
+    if (!group.ok()) return UsageError("--group: " + group.status().message(), io);
+    job.set_group(options.group);
+  }
   if (options.id) {
     job.set_id(*options.id);
   } else {

@@ -3,9 +3,12 @@
 #include "common/duration.h"
 #include "common/parse.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <cstring>
 #include <string>
 
 namespace serene::dataplane {
@@ -27,6 +30,34 @@ bool ParseScale(std::string_view text, uint32_t* log2_out) {
   if (!serene::ParseUint64(text, &v) || v < 2 || v > (1ull << 30) || (v & (v - 1)) != 0) return false;
   *log2_out = static_cast<uint32_t>(std::countr_zero(v));
   return true;
+}
+
+Result<proto::Endpoint> ParseGroup(std::string_view text) {
+  const size_t colon = text.rfind(':');
+  uint64_t port = 0;
+  in_addr a4{};
+  const std::string host(text.substr(0, colon == std::string_view::npos ? 0 : colon));
+  if (colon == std::string_view::npos || inet_pton(AF_INET, host.c_str(), &a4) != 1 ||
+      !serene::ParseUint64(text.substr(colon + 1), &port) || port < 1 || port > 65535) {
+    return Status::InvalidArgument("group '" + std::string(text) +
+                                   "' is not an IPv4 address and port, e.g. 239.83.0.1:7100");
+  }
+  proto::Endpoint g;
+  g.family = proto::Endpoint::Family::kIPv4;
+  g.port = static_cast<uint16_t>(port);
+  std::memcpy(g.addr.data(), &a4, 4);
+  if ((g.addr[0] & 0xF0) != 0xE0) {
+    return Status::InvalidArgument("group '" + std::string(text) +
+                                   "' is not a multicast address (224.0.0.0/4); use e.g. "
+                                   "239.83.0.1:7100");
+  }
+  return g;
+}
+
+std::string FormatGroup(const proto::Endpoint& group) {
+  char text[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, group.addr.data(), text, sizeof(text));
+  return std::string(text) + ":" + std::to_string(group.port);
 }
 
 Status JobConfig::Validate() const {
@@ -60,6 +91,12 @@ Status JobConfig::Validate() const {
   if (Status s = allow.Validate(); !s.ok()) {
     return Status::InvalidArgument("job " + std::to_string(id) + ": " + s.message());
   }
+  if (group.valid() && (group.family != proto::Endpoint::Family::kIPv4 ||
+                        (group.addr[0] & 0xF0) != 0xE0 || group.port == 0)) {
+    return Status::InvalidArgument("job " + std::to_string(id) +
+                                   ": the reply group must be an IPv4 multicast address "
+                                   "(224.0.0.0/4) with a port");
+  }
   return Status::Ok();
 }
 
@@ -70,7 +107,7 @@ Result<JobConfig> JobConfig::ParseSpec(std::string_view spec) {
     return Status::InvalidArgument(
         "bad job spec '" + std::string(spec) + "': " + why +
         " (expected id=J,workers=N,elements=E[,row=R][,scale=2^B][,key=K][,evict_after=D]"
-        "[,allow=PREFIX[;PREFIX...]][,policy=P])");
+        "[,allow=PREFIX[;PREFIX...]][,group=ADDR:PORT][,policy=P])");
   };
   size_t start = 0;
   while (start <= spec.size()) {
@@ -123,6 +160,10 @@ Result<JobConfig> JobConfig::ParseSpec(std::string_view spec) {
       auto list = SourceAllowList::Parse(val);
       if (!list.ok()) return bad(list.status().message());
       c.allow = *list;
+    } else if (key == "group") {
+      auto g = ParseGroup(val);
+      if (!g.ok()) return bad(g.status().message());
+      c.group = *g;
     } else if (key == "policy") {
       // The general form "window=W,quorum=K,lag=L" has commas of its own: it
       // takes the rest of the spec, so it must come last.
@@ -151,6 +192,7 @@ std::string JobConfig::ToString() const {
          ",scale=2^" + std::to_string(scale_log2) +
          ",evict_after=" + serene::FormatDuration(uint64_t{evict_after_ms} * 1'000'000) +
          (allow.empty() ? std::string() : ",allow=" + allow.ToString()) +
+         (group.valid() ? ",group=" + FormatGroup(group) : std::string()) +
          ",policy=" + policy.ToString();
 }
 

@@ -11,6 +11,7 @@
 #include "dataplane/barrier_params.h"
 #include "dataplane/consts.h"
 #include "dataplane/source_filter.h"
+#include "proto/endpoint.h"
 
 namespace serene::dataplane {
 
@@ -29,6 +30,11 @@ struct JobConfig {
   // kMaxAllowPrefixes prefixes); empty = any source. Others are dropped
   // silently right after the key check (source_not_allowed).
   SourceAllowList allow;
+  // The job's reply group: an IPv4 multicast address and port that its ranks
+  // may subscribe to (JOIN_ACK advertises it). An exact READ_REPLY to a READ
+  // flagged GROUP goes there, so every rank of the host receives the row
+  // from one send. Invalid (the default) = none: every reply is unicast.
+  proto::Endpoint group;
 
   uint32_t rows() const { return static_cast<uint32_t>((elements + row_width - 1) / row_width); }
   // Number of values in row r (the last row may be short). REQUIRES: r < rows().
@@ -41,15 +47,20 @@ struct JobConfig {
   Status Validate() const;
 
   // Parses "id=J,workers=N,elements=E[,row=R][,scale=S][,key=K][,evict_after=D]
-  // [,allow=A][,policy=P]". S is a power of two written 2^B or in full
+  // [,allow=A][,group=G][,policy=P]". S is a power of two written 2^B or in full
   // (16777216); K is decimal or 0x-hex; D a duration (10s, 500ms; 0 = never);
   // A source prefixes separated by ';' (10.0.0.0/8;fd00::/8); P is a
-  // BarrierParams strategy (sync, ssp:W, async, quorum:K:L).
+  // BarrierParams strategy (sync, ssp:W, async, quorum:K:L); G an IPv4
+  // multicast address and port (239.83.0.1:7100).
   static Result<JobConfig> ParseSpec(std::string_view spec);
   std::string ToString() const;
 };
 
 // Parses a fixed-point scale: "2^24", "16777216" (a power of two). Sets the exponent.
 bool ParseScale(std::string_view text, uint32_t* log2_out);
+
+// Parses a reply group "A.B.C.D:PORT" (IPv4 multicast, port 1..65535).
+Result<proto::Endpoint> ParseGroup(std::string_view text);
+std::string FormatGroup(const proto::Endpoint& group);
 
 }  // namespace serene::dataplane

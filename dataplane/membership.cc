@@ -5,6 +5,16 @@
 #include "dataplane/reply.h"
 
 namespace serene::dataplane {
+namespace {
+
+// The group's IPv4 address as a number (JOIN_ACK carries it so); 0: none.
+uint32_t GroupAddress(const proto::Endpoint& group) {
+  if (group.family != proto::Endpoint::Family::kIPv4) return 0;
+  return uint32_t{group.addr[0]} << 24 | uint32_t{group.addr[1]} << 16 |
+         uint32_t{group.addr[2]} << 8 | group.addr[3];
+}
+
+}  // namespace
 
 DropReason CheckSender(const JobState& job, const proto::Header& h, const proto::Endpoint& src) {
   if (h.worker >= job.workers.size()) return DropReason::kBadRank;
@@ -47,7 +57,7 @@ void Join(JobState& job, uint32_t worker, const proto::Endpoint& src, const prot
   ReleaseEligible(job, now, out);
 
   const uint32_t epoch = BankFor(job, w.done).epoch;
-  const int32_t values[proto::join_ack::kCount] = {
+  const int32_t values[proto::join_ack::kCountWithGroup] = {
       static_cast<int32_t>(job.config.workers),
       static_cast<int32_t>(static_cast<uint32_t>(job.config.elements)),
       static_cast<int32_t>(job.config.row_width),
@@ -58,9 +68,16 @@ void Join(JobState& job, uint32_t worker, const proto::Endpoint& src, const prot
       static_cast<int32_t>(job.rows),
       static_cast<int32_t>(job.config.scale_log2),
       static_cast<int32_t>(job.incarnation),
+      static_cast<int32_t>(GroupAddress(job.config.group)),
+      static_cast<int32_t>(job.config.group.port),
   };
   const uint16_t f = w.released ? 0 : proto::flags::kWaiting;
-  EmitReply(job, src, local, proto::Op::kJoinAck, worker, w.done, 0, f, values, out);
+  // The group's two values only when there is one: a job without keeps the
+  // JOIN_ACK every switch (the P4 one too) sends.
+  const size_t n = job.config.group.valid() ? proto::join_ack::kCountWithGroup
+                                            : proto::join_ack::kCount;
+  EmitReply(job, src, local, proto::Op::kJoinAck, worker, w.done, 0, f,
+            std::span<const int32_t>(values, n), out);
 }
 
 void RemoveFromBarrier(JobState& job, uint32_t worker, Timestamp now, Output* out) {

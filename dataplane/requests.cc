@@ -136,9 +136,16 @@ ProcessResult HandleRead(JobState& job, const proto::PacketView& pkt, const prot
   // Fold first, so a saturation it causes is already in this reply's flags.
   MaybeFoldRow(job, h.row);
   const bool exact = ExactRead(job, h.clock);
+  // An exact row is the same for every rank at this clock: to the job's
+  // group, when the rank asked and there is one (one send reaches every
+  // subscribed rank; P4: the job's multicast group).
+  const bool to_group =
+      exact && (h.flags & proto::flags::kGroup) != 0 && job.config.group.valid();
+  uint16_t reply_flags = exact ? proto::flags::kExact : 0;
+  if (to_group) reply_flags |= proto::flags::kGroup;
   const uint16_t n = static_cast<uint16_t>(job.config.RowLength(h.row));
-  uint8_t* v = EmitReplyRaw(job, src, local, proto::Op::kReadReply, h.worker, h.clock, h.row,
-                            exact ? proto::flags::kExact : 0, n, out);
+  uint8_t* v = EmitReplyRaw(job, to_group ? job.config.group : src, local, proto::Op::kReadReply,
+                            h.worker, h.clock, h.row, reply_flags, n, out);
   if (v == nullptr) return {Verdict::kDropped, DropReason::kNone};
   if (ReadRow(job, h.row, exact, v) > 0) {
     // The live sum was clamped after the header was written: flag this reply.

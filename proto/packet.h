@@ -87,6 +87,10 @@ inline constexpr uint16_t kFinished = 1u << 3;
 inline constexpr uint16_t kWaiting = 1u << 4;
 // READ_REPLY: the row is exact (the window in force is 0, DESIGN.md §4).
 inline constexpr uint16_t kExact = 1u << 5;
+// READ: the rank receives the job's group (JOIN_ACK values 10-11): the switch
+// may answer to the group, so every rank there gets the row at once.
+// READ_REPLY: this reply was sent to the job's group.
+inline constexpr uint16_t kGroup = 1u << 6;
 }  // namespace flags
 
 // ERROR reply codes (values[0] of an ERROR packet).
@@ -130,6 +134,11 @@ inline constexpr size_t kScaleLog2 = 8;
 // created again (a restarted switch): the job's state was lost.
 inline constexpr size_t kIncarnation = 9;
 inline constexpr size_t kCount = 10;
+// Only when the job has a reply group: its IPv4 multicast address (as a
+// uint32) and UDP port.
+inline constexpr size_t kGroupAddress = 10;
+inline constexpr size_t kGroupPort = 11;
+inline constexpr size_t kCountWithGroup = 12;
 }  // namespace join_ack
 
 // ERROR value layout: the code, and the op of the refused request (whose

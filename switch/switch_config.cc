@@ -20,7 +20,7 @@ constexpr std::string_view kTopKeys =
     "bind, port, threads, batch, recv_buffer, send_buffer, offload, log_level, fault, control, "
     "token_file, metrics, job";
 constexpr std::string_view kJobKeys =
-    "id, workers, elements, row, scale, key, evict_after, allow, policy";
+    "id, workers, elements, row, scale, key, evict_after, allow, group, policy";
 // UDP payload that fits a 1500-byte Ethernet frame over IPv4 (20 + 8 bytes of headers).
 constexpr size_t kEthernetUdpPayload = 1472;
 
@@ -144,7 +144,8 @@ Result<dataplane::JobConfig> ParseTomlJob(const toml::table& t, const std::strin
   for (auto&& [k, node] : t) {
     const std::string key(k.str());
     if (key != "id" && key != "workers" && key != "elements" && key != "row" && key != "scale" &&
-        key != "key" && key != "evict_after" && key != "allow" && key != "policy") {
+        key != "key" && key != "evict_after" && key != "allow" && key != "group" &&
+        key != "policy") {
       return Status::InvalidArgument(where + ": unknown key '" + key + "' (expected " +
                                      std::string(kJobKeys) + ")");
     }

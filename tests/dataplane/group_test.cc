@@ -1,0 +1,118 @@
+// The job's reply group: configuration, the JOIN_ACK that advertises it and
+// the READ replies that go to it.
+#include <gtest/gtest.h>
+
+#include "dataplane/job_config.h"
+#include "packet_builder.h"
+
+namespace serene::testing {
+namespace {
+
+using dataplane::BarrierParams;
+using dataplane::JobConfig;
+using proto::Op;
+namespace flags = proto::flags;
+
+proto::Endpoint Group() {
+  auto g = dataplane::ParseGroup("239.83.0.7:7100");
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  return g.ok() ? *g : proto::Endpoint{};
+}
+
+JobConfig GroupJob(BarrierParams p) {
+  JobConfig c = TestJob(2, p, 6, 3);
+  c.group = Group();
+  return c;
+}
+
+TEST(GroupConfig, SpecParsesAndPrintsTheGroup) {
+  auto c = JobConfig::ParseSpec("id=3,workers=2,elements=10,group=239.83.0.7:7100");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->group, Group());
+  EXPECT_NE(c->ToString().find(",group=239.83.0.7:7100"), std::string::npos) << c->ToString();
+  auto again = JobConfig::ParseSpec(c->ToString());
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->group, c->group);
+  auto none = JobConfig::ParseSpec("id=3,workers=2,elements=10");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->group.valid());
+  EXPECT_EQ(none->ToString().find("group"), std::string::npos);
+}
+
+TEST(GroupConfig, BadGroupsAreRefusedWithTheValue) {
+  for (const char* bad : {"10.0.0.1:7100", "239.83.0.7", "239.83.0.7:0", "239.83.0.7:70000",
+                          "[ff02::1]:7100", "239.83.0:7100", "group"}) {
+    auto c = JobConfig::ParseSpec(std::string("id=3,workers=2,elements=10,group=") + bad);
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_NE(c.status().message().find(bad), std::string::npos) << c.status().message();
+  }
+  JobConfig c = TestJob(2, BarrierParams::Sync(), 6, 3);
+  c.group = Group();
+  c.group.addr[0] = 10;  // not multicast
+  EXPECT_FALSE(c.Validate().ok());
+}
+
+TEST(GroupJoinAck, AdvertisesTheGroupOnlyWhenTheJobHasOne) {
+  Harness with;
+  with.CreateJob(GroupJob(BarrierParams::Sync()));
+  auto ack = with.Join(0);
+  ASSERT_EQ(ack.size(), 1u);
+  ASSERT_EQ(ack[0].values.size(), proto::join_ack::kCountWithGroup);
+  EXPECT_EQ(static_cast<uint32_t>(ack[0].values[proto::join_ack::kGroupAddress]),
+            (239u << 24) | (83u << 16) | 7u);
+  EXPECT_EQ(ack[0].values[proto::join_ack::kGroupPort], 7100);
+
+  Harness without;
+  without.CreateJob(TestJob(2, BarrierParams::Sync(), 6, 3));
+  ack = without.Join(0);
+  ASSERT_EQ(ack.size(), 1u);
+  EXPECT_EQ(ack[0].values.size(), proto::join_ack::kCount) << "the JOIN_ACK every switch sends";
+}
+
+TEST(GroupRead, AnExactRowAskedForTheGroupGoesToTheGroup) {
+  Harness h;
+  h.CreateJob(GroupJob(BarrierParams::Sync()));
+  h.JoinAll(2);
+  h.Seed({1, 2, 3, 4, 5, 6});
+  auto e = h.Send(h.Req(Op::kRead, 1).Clock(1).Row(1).Flags(flags::kGroup), 1);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].header.op, Op::kReadReply);
+  EXPECT_EQ(e[0].dst, Group());
+  EXPECT_EQ(e[0].header.worker, 1) << "it names the rank that asked";
+  EXPECT_EQ(e[0].header.flags & (flags::kGroup | flags::kExact), flags::kGroup | flags::kExact);
+  EXPECT_EQ(e[0].values, (std::vector<int32_t>{4, 5, 6}));
+  // Without the flag (a retransmission, a rank not subscribed): to the rank.
+  e = h.Send(h.Req(Op::kRead, 1).Clock(1).Row(1), 1);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].dst, WorkerAddr(1));
+  EXPECT_EQ(e[0].header.flags & flags::kGroup, 0);
+  EXPECT_EQ(e[0].values, (std::vector<int32_t>{4, 5, 6}));
+}
+
+TEST(GroupRead, TheFlagIsIgnoredWithoutAGroupOrAnExactRow) {
+  Harness no_group;
+  no_group.CreateJob(TestJob(2, BarrierParams::Sync(), 6, 3));
+  no_group.JoinAll(2);
+  no_group.Seed({1, 2, 3, 4, 5, 6});
+  auto e = no_group.Send(no_group.Req(Op::kRead, 0).Clock(1).Row(0).Flags(flags::kGroup), 0);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].dst, WorkerAddr(0));
+  EXPECT_EQ(e[0].header.flags & flags::kGroup, 0);
+
+  // ASYNC reads the live table: each rank's view may differ, so the reply
+  // is the asking rank's alone.
+  Harness async;
+  async.CreateJob(GroupJob(BarrierParams::Async()));
+  async.JoinAll(2);
+  async.Seed({1, 2, 3, 4, 5, 6});
+  async.Step(0, 1, {1, 1, 1, 1, 1, 1});
+  e = async.Send(async.Req(Op::kRead, 0).Clock(2).Row(0).Flags(flags::kGroup), 0);
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].header.op, Op::kReadReply);
+  EXPECT_EQ(e[0].header.flags & flags::kExact, 0);
+  EXPECT_EQ(e[0].dst, WorkerAddr(0));
+  EXPECT_EQ(e[0].header.flags & flags::kGroup, 0);
+}
+
+}  // namespace
+}  // namespace serene::testing
