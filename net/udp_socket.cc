@@ -177,6 +177,10 @@ Result<UdpSocket> UdpSocket::Open(const UdpSocketOptions& options) {
   if (options.reuse_port && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) != 0) {
     return OpenError("setsockopt(SO_REUSEPORT) on", errno, *ep);
   }
+  if (options.reuse_address &&
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) {
+    return OpenError("setsockopt(SO_REUSEADDR) on", errno, *ep);
+  }
   if (options.recv_buffer_bytes > 0) {
     Status s = sock.SetRecvBufferSize(options.recv_buffer_bytes);
     if (!s.ok()) return s;
@@ -360,21 +364,85 @@ Result<int> UdpSocket::SendBufferSize() const {
   return v;
 }
 
+namespace {
+
+timespec ToTimespec(std::chrono::nanoseconds timeout) {
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(timeout.count() / 1'000'000'000);
+  ts.tv_nsec = static_cast<long>(timeout.count() % 1'000'000'000);
+  return ts;
+}
+
+}  // namespace
+
 Result<size_t> UdpSocket::Recv(RecvBatch* batch, std::chrono::nanoseconds timeout) {
   batch->segments_.clear();
   batch->messages_ = 0;
   pollfd pfd{fd_, POLLIN, 0};
-  timespec ts{};
-  if (timeout.count() >= 0) {
-    ts.tv_sec = static_cast<time_t>(timeout.count() / 1'000'000'000);
-    ts.tv_nsec = static_cast<long>(timeout.count() % 1'000'000'000);
-  }
+  const timespec ts = ToTimespec(timeout);
   int r = ::ppoll(&pfd, 1, timeout.count() < 0 ? nullptr : &ts, nullptr);
   if (r < 0) {
     if (errno == EINTR) return size_t{0};
     return Errno("poll on", errno);
   }
   if (r == 0) return size_t{0};
+  return RecvQueued(batch);
+}
+
+Result<unsigned> UdpSocket::WaitEither(const UdpSocket& a, const UdpSocket& b,
+                                       std::chrono::nanoseconds timeout) {
+  pollfd pfds[2] = {{a.fd_, POLLIN, 0}, {b.fd_, POLLIN, 0}};
+  const timespec ts = ToTimespec(timeout);
+  int r = ::ppoll(pfds, 2, timeout.count() < 0 ? nullptr : &ts, nullptr);
+  if (r < 0) {
+    if (errno == EINTR) return 0u;
+    return a.Errno("poll on", errno);
+  }
+  return (pfds[0].revents != 0 ? 1u : 0u) | (pfds[1].revents != 0 ? 2u : 0u);
+}
+
+Status UdpSocket::JoinGroup(const proto::Endpoint& group,
+                            const proto::Endpoint& interface_address) {
+  if (family_ != AF_INET || group.family != proto::Endpoint::Family::kIPv4 ||
+      interface_address.family != proto::Endpoint::Family::kIPv4) {
+    return Status::InvalidArgument("multicast groups are IPv4 only: cannot join " +
+                                   FormatEndpoint(group) + " on " +
+                                   FormatEndpoint(interface_address));
+  }
+  ip_mreq m{};
+  std::memcpy(&m.imr_multiaddr, group.addr.data(), 4);
+  std::memcpy(&m.imr_interface, interface_address.addr.data(), 4);
+  if (setsockopt(fd_, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m, sizeof(m)) != 0) {
+    return Errno("IP_ADD_MEMBERSHIP " + FormatEndpoint(group) + " on", errno);
+  }
+  // Only the groups this socket joined (Linux delivers every group joined on
+  // the host to a matching socket otherwise).
+  const int zero = 0;
+  if (setsockopt(fd_, IPPROTO_IP, IP_MULTICAST_ALL, &zero, sizeof(zero)) != 0) {
+    return Errno("setsockopt(IP_MULTICAST_ALL) on", errno);
+  }
+  return Status::Ok();
+}
+
+Result<proto::Endpoint> RouteSource(const proto::Endpoint& peer) {
+  const int family = peer.family == proto::Endpoint::Family::kIPv6 ? AF_INET6 : AF_INET;
+  const int fd = ::socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return OpenError("socket towards", errno, peer);
+  sockaddr_storage ss;
+  const socklen_t len = ToSockaddr(peer, family, &ss);
+  sockaddr_storage local;
+  socklen_t local_len = sizeof(local);
+  int err = 0;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&ss), len) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) {
+    err = errno;
+  }
+  ::close(fd);
+  if (err != 0) return OpenError("no route to", err, peer);
+  return FromSockaddr(reinterpret_cast<const sockaddr*>(&local), local_len);
+}
+
+Result<size_t> UdpSocket::RecvQueued(RecvBatch* batch) {
   for (size_t i = 0; i < batch->capacity_; ++i) {
     msghdr& hdr = batch->msgs_[i].msg_hdr;
     hdr.msg_namelen = sizeof(sockaddr_storage);

@@ -70,6 +70,9 @@ struct UdpSocketOptions {
   std::string address = "0.0.0.0";  // numeric IPv4/IPv6 host to bind, "::" = every address
   uint16_t port = 0;                // 0 = ephemeral (see UdpSocket::local())
   bool reuse_port = false;          // SO_REUSEPORT: share the port with sibling sockets
+  // SO_REUSEADDR: several sockets of this host bind one multicast group's
+  // address and port, and each receives every datagram sent to it.
+  bool reuse_address = false;
   bool v6_only = false;             // IPv6 only: do not also accept IPv4 on "::"
   int recv_buffer_bytes = 0;        // SO_RCVBUF; 0 = kernel default
   int send_buffer_bytes = 0;        // SO_SNDBUF; 0 = kernel default
@@ -233,6 +236,17 @@ class UdpSocket {
   // datagrams: 0 on timeout or when interrupted by a signal. A negative
   // timeout waits forever.
   Result<size_t> Recv(RecvBatch* batch, std::chrono::nanoseconds timeout);
+  // Recv without waiting: the datagrams already queued (0 if none).
+  Result<size_t> RecvQueued(RecvBatch* batch);
+  // Waits up to `timeout` (negative: forever) until `a` or `b` is readable;
+  // returns which, as bits 1 (a) and 2 (b); 0 on timeout or a signal.
+  static Result<unsigned> WaitEither(const UdpSocket& a, const UdpSocket& b,
+                                     std::chrono::nanoseconds timeout);
+
+  // IPv4 multicast: receive datagrams sent to `group` (an address the socket
+  // is bound to, with its port) arriving on the interface that holds
+  // `interface_address` (IP_ADD_MEMBERSHIP), and no other group's.
+  Status JoinGroup(const proto::Endpoint& group, const proto::Endpoint& interface_address);
 
   // Sends every datagram of `batch` (blocking while the send buffer is full).
   // The batch's kernel headers are rewritten; its datagrams are left queued.
@@ -275,5 +289,9 @@ class UdpSocket {
   size_t gso_refused_size_ = SIZE_MAX;
   proto::Endpoint local_;
 };
+
+// The local address the kernel's routing picks to reach `peer` (a UDP
+// connect, nothing sent): 127.0.0.1 for a peer on this host's loopback.
+Result<proto::Endpoint> RouteSource(const proto::Endpoint& peer);
 
 }  // namespace serene::net

@@ -598,5 +598,79 @@ TEST(UdpSocketOffloadTest, ATrainToAWildcardSocketKeepsItsSourceAddress) {
   }
 }
 
+// Several sockets of one host bound to a multicast group's address and
+// port: each gets one copy of every datagram sent to the group, a GSO train
+// split back into its datagrams (with or without GRO), and nothing of
+// another group on the same port.
+TEST(UdpSocketTest, EveryMemberOfAGroupReceivesEachDatagramOnce) {
+  auto port = UdpSocket::Open(Opts("0.0.0.0"));
+  ASSERT_TRUE(port.ok());
+  const uint16_t p = port->local().port;
+  port->Close();
+  auto group = ParseHost("239.83.0.9", p);
+  auto other = ParseHost("239.83.0.10", p);
+  ASSERT_TRUE(group.ok() && other.ok());
+  auto loopback = ParseHost("127.0.0.1", 0);
+  ASSERT_TRUE(loopback.ok());
+  std::vector<UdpSocket> members;
+  for (int i = 0; i < 3; ++i) {
+    UdpSocketOptions o = Opts("239.83.0.9", p);
+    o.reuse_address = true;
+    o.gro = i != 2;  // one member without GRO
+    members.push_back(OpenOrDie(o));
+    Status s = members.back().JoinGroup(*group, *loopback);
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  UdpSocketOptions o = Opts("239.83.0.10", p);
+  o.reuse_address = true;
+  UdpSocket stranger = OpenOrDie(o);
+  ASSERT_TRUE(stranger.JoinGroup(*other, *loopback).ok());
+
+  UdpSocket tx = OpenOrDie(Opts("127.0.0.1"));
+  constexpr uint32_t kCount = 20;  // one destination, one size: GSO trains
+  std::vector<std::vector<uint8_t>> payloads;
+  SendBatch batch(kCount);
+  for (uint32_t i = 0; i < kCount; ++i) payloads.push_back(Payload(i, 1000));
+  for (uint32_t i = 0; i < kCount; ++i) ASSERT_TRUE(batch.Add(*group, payloads[i]));
+  SendResult r = tx.Send(&batch);
+  ASSERT_TRUE(r.error.ok()) << r.error.message();
+  EXPECT_EQ(r.sent, kCount);
+  for (size_t m = 0; m < members.size(); ++m) {
+    auto got = RecvN(members[m], kCount);
+    ASSERT_EQ(got.size(), kCount) << "member " << m;
+    for (uint32_t i = 0; i < kCount; ++i) EXPECT_EQ(got[i].data, payloads[i]) << m << " " << i;
+    RecvBatch more(8);
+    auto extra = members[m].Recv(&more, 20ms);
+    ASSERT_TRUE(extra.ok());
+    EXPECT_EQ(*extra, 0u) << "member " << m << " got a datagram twice";
+  }
+  RecvBatch none(8);
+  auto n = stranger.Recv(&none, 20ms);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 0u) << "another group's member received this group's datagrams";
+  auto v6 = ParseHost("::1", 0);
+  ASSERT_TRUE(v6.ok());
+  EXPECT_FALSE(members[0].JoinGroup(*group, *v6).ok()) << "groups are IPv4";
+}
+
+TEST(UdpSocketTest, WaitEitherSaysWhichSocketIsReadable) {
+  UdpSocket a = OpenOrDie(Opts("127.0.0.1"));
+  UdpSocket b = OpenOrDie(Opts("127.0.0.1"));
+  auto idle = UdpSocket::WaitEither(a, b, 10ms);
+  ASSERT_TRUE(idle.ok());
+  EXPECT_EQ(*idle, 0u);
+  ASSERT_TRUE(a.SendTo(b.local(), Payload(1)).ok());
+  auto ready = UdpSocket::WaitEither(a, b, 5s);
+  ASSERT_TRUE(ready.ok());
+  EXPECT_EQ(*ready, 2u);
+  RecvBatch batch(4);
+  auto n = b.RecvQueued(&batch);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 1u);
+  n = b.RecvQueued(&batch);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 0u) << "RecvQueued does not wait";
+}
+
 }  // namespace
 }  // namespace serene::net
