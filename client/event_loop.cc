@@ -9,7 +9,7 @@ std::string ClockText(uint32_t clock) {
   return clock == proto::kNoClock ? std::string("-1") : std::to_string(clock);
 }
 
-Status RunOperation(Transport& t, Operation& op, ClientStats* stats) {
+Status RunOperation(Transport& t, Operation& op, ClientStats* stats, EarlyRows* early) {
   const auto deadline = std::chrono::duration_cast<SteadyClock::duration>(t.options().deadline);
   Status s = op.Start();
   if (!s.ok()) return s;
@@ -20,7 +20,9 @@ Status RunOperation(Transport& t, Operation& op, ClientStats* stats) {
                                                               : until - SteadyClock::now();
     s = t.Receive(wait, [&](const proto::PacketView& v) {
       switch (op.OnReply(v)) {
-        case Operation::Reply::kStale: ++stats->stale_replies; break;
+        case Operation::Reply::kStale:
+          if (early == nullptr || !early->Offer(v)) ++stats->stale_replies;
+          break;
         case Operation::Reply::kHandled: break;
         case Operation::Reply::kProgress: last_progress = SteadyClock::now(); break;
       }

@@ -29,6 +29,12 @@ JobInfo ParseJoinAck(const proto::PacketView& v) {
   info.scale_log2 = u(ja::kScaleLog2);
   info.incarnation = v.header.count > ja::kIncarnation ? u(ja::kIncarnation) : 0;
   info.waiting = (v.header.flags & proto::flags::kWaiting) != 0;
+  if (v.header.count > ja::kGroupPort && u(ja::kGroupPort) != 0 && u(ja::kGroupPort) <= 0xFFFF) {
+    const uint32_t a = u(ja::kGroupAddress);
+    info.group = std::to_string(a >> 24) + "." + std::to_string(a >> 16 & 0xFF) + "." +
+                 std::to_string(a >> 8 & 0xFF) + "." + std::to_string(a & 0xFF) + ":" +
+                 std::to_string(u(ja::kGroupPort));
+  }
   return info;
 }
 

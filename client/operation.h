@@ -16,6 +16,7 @@
 #include <chrono>
 #include <optional>
 
+#include "client/early_rows.h"
 #include "client/transport.h"
 #include "common/status.h"
 #include "proto/codec.h"
@@ -56,8 +57,10 @@ class Operation {
   std::optional<Status> outcome_;
 };
 
-// Runs `op` to its outcome (see above).
-Status RunOperation(Transport& transport, Operation& op, ClientStats* stats);
+// Runs `op` to its outcome (see above). Group rows `op` has no use for go to
+// `early` (unless null), for the pull of their clock.
+Status RunOperation(Transport& transport, Operation& op, ClientStats* stats,
+                    EarlyRows* early = nullptr);
 
 // DeadlineExceeded: the switch said nothing about `what` for the deadline.
 Status SilenceError(const Transport& t, const std::string& what);

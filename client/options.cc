@@ -75,6 +75,11 @@ Result<ClientOptions> ClientOptions::FromEnvironment(ClientOptions o) {
     if (text != "on" && text != "off") return BadEnv(name, s, "on or off");
     o.offload = text == "on";
   }
+  if (const char* s = FirstEnv({"SERENE_GROUP"}, &name)) {
+    const std::string_view text = s;
+    if (text != "on" && text != "off") return BadEnv(name, s, "on or off");
+    o.group = text == "on";
+  }
   if (o.world_size != 0 && o.rank >= o.world_size) {
     return Status::InvalidArgument("rank " + std::to_string(o.rank) + " is not below world size " +
                                    std::to_string(o.world_size));

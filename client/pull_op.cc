@@ -10,17 +10,29 @@ namespace {
 
 constexpr uint32_t kFastRetransmit = 3;
 
+// Rows of a rank's share when ranks share the READs out (see the header).
+uint32_t ShareOf(uint32_t rank, const JobInfo& info, bool shared) {
+  if (!shared || rank >= info.workers) return info.rows;
+  const uint32_t end = rank + 1 == info.workers ? info.rows : FirstRow(rank + 1, info);
+  return end - FirstRow(rank, info);
+}
+
 }  // namespace
 
-PullOp::PullOp(Transport& t, const RankState& rank, std::span<int32_t> model, ClientStats* stats)
+PullOp::PullOp(Transport& t, const RankState& rank, std::span<int32_t> model, ClientStats* stats,
+               const EarlyRows* early)
     : t_(t),
       stats_(stats),
+      early_(early),
       clock_(rank.clock()),
       rows_(rank.info.rows),
       row_width_(rank.info.row_width),
       elements_(rank.info.elements),
       model_(model),
       first_row_(FirstRow(t.options().rank, rank.info)),
+      start_(SteadyClock::now()),
+      share_(ShareOf(t.options().rank, rank.info, t.group_open())),
+      own_left_(share_),
       state_(rank.info.rows, kIdle),
       sent_(rank.info.rows),
       attempts_(rank.info.rows, 0),
@@ -30,7 +42,20 @@ PullOp::PullOp(Transport& t, const RankState& rank, std::span<int32_t> model, Cl
 }
 
 Status PullOp::Start() {
-  if (rows_ == 0) Finish(Status::Ok());
+  if (early_ != nullptr) {
+    for (uint32_t r = 0; r < rows_; ++r) {
+      if (!early_->Has(r, clock_)) continue;
+      const auto row = early_->Row(r);
+      std::copy(row.begin(), row.end(), model_.begin() + static_cast<ptrdiff_t>(r) * row_width_);
+      Got(r, start_);
+      ++stats_->group_rows;
+    }
+  }
+  if (own_left_ == 0) foreign_at_ = start_;
+  if (got_ == rows_) {
+    Finish(Status::Ok());
+    return Status::Ok();
+  }
   return OnTimer(SteadyClock::now());
 }
 
@@ -53,7 +78,15 @@ Operation::Reply PullOp::OnReply(const proto::PacketView& v) {
     return Reply::kHandled;
   }
   if (h.op != proto::Op::kReadReply || h.clock != clock_ || h.row >= rows_ ||
-      (state_[h.row] != kInFlight && state_[h.row] != kHeld)) {
+      state_[h.row] == kDone) {
+    return Reply::kStale;
+  }
+  // A row this rank has not asked for (yet) comes only through the group.
+  const bool ours = h.worker == t_.options().rank;
+  if (!ours) {
+    if ((h.flags & proto::flags::kExact) == 0) return Reply::kStale;
+    ++stats_->group_rows;
+  } else if (state_[h.row] == kIdle) {
     return Reply::kStale;
   }
   const size_t begin = size_t{h.row} * row_width_;
@@ -64,7 +97,7 @@ Operation::Reply PullOp::OnReply(const proto::PacketView& v) {
   // Karn: only replies to requests sent once measure the round trip; and a
   // reply to a retransmitted row may answer its first copy, sent before rows
   // now ahead of it in send order, so it proves nothing about them.
-  if (attempts_[h.row] == 0) {
+  if (ours && attempts_[h.row] == 0) {
     t_.rtt().Sample(now - sent_[h.row], now);
     // A reply that later ones overtook measures how late reordering makes one.
     if (overtaken_[h.row] > 0) t_.reorder().Sample(now - overtaken_at_[h.row], now);
@@ -73,8 +106,11 @@ Operation::Reply PullOp::OnReply(const proto::PacketView& v) {
       if (state_[r] == kInFlight && overtaken_[r]++ == 0) overtaken_at_[r] = now;
     }
   }
-  state_[h.row] = kDone;
-  if (++got_ == rows_) {
+  // Our own READ answered to us alone: the group is not in use (the row was
+  // not exact), so no peer's READ brings us the other rows either.
+  if (ours && (h.flags & proto::flags::kGroup) == 0 && foreign_at_ > now) foreign_at_ = now;
+  Got(h.row, now);
+  if (got_ == rows_) {
     if (t_.saturated() && t_.options().fail_on_saturation) {
       Finish(
           Status::FailedPrecondition("job " + std::to_string(t_.options().job) +
@@ -88,13 +124,25 @@ Operation::Reply PullOp::OnReply(const proto::PacketView& v) {
   return Reply::kProgress;
 }
 
+void PullOp::Got(uint32_t r, SteadyClock::time_point now) {
+  state_[r] = kDone;
+  ++got_;
+  const uint32_t index = r >= first_row_ ? r - first_row_ : r + rows_ - first_row_;
+  if (index < share_ && --own_left_ == 0 && foreign_at_ == SteadyClock::time_point::max()) {
+    foreign_at_ = now + (now - start_);
+  }
+}
+
 SteadyClock::time_point PullOp::NextTimer() const {
   // Room in the window, or a row answered (to be dropped from the window and
   // replaced): work to do now.
   constexpr auto kNow = SteadyClock::time_point::min();
-  if (next_ < rows_ && in_flight_.size() < t_.options().window) return kNow;
   if (ProbeAnswered()) return kNow;
   auto due = SteadyClock::time_point::max();
+  if (next_ < rows_ && in_flight_.size() < t_.options().window) {
+    if (next_ < share_) return kNow;
+    due = foreign_at_;  // others' rows: from then on
+  }
   for (uint32_t r : in_flight_) {
     if (state_[r] == kHeld) continue;
     if (state_[r] != kInFlight) return kNow;
@@ -152,9 +200,12 @@ Status PullOp::OnTimer(SteadyClock::time_point now) {
   in_flight_.resize(kept);
   in_flight_.insert(in_flight_.end(), resent_.begin(), resent_.end());
   // Keep the window full.
-  while (in_flight_.size() < t_.options().window && next_ < rows_) {
+  const uint16_t first_flags = t_.group_open() ? proto::flags::kGroup : 0;
+  while (in_flight_.size() < t_.options().window && next_ < rows_ &&
+         (next_ < share_ || now >= foreign_at_)) {
     const uint32_t r = RowAt(first_row_, next_++, rows_);
-    Status q = t_.Queue(proto::Op::kRead, clock_, r, 0, {});
+    if (state_[r] == kDone) continue;  // came through the group
+    Status q = t_.Queue(proto::Op::kRead, clock_, r, first_flags, {});
     if (!q.ok()) return q;
     state_[r] = kInFlight;
     sent_[r] = now;

@@ -18,6 +18,20 @@
 // worst). A stall costs one re-sent READ per timeout instead of a window; a
 // lost burst costs one round trip more.
 //
+// With the job's reply group open, first READs carry flag GROUP: the switch
+// answers them to the group, so every rank of the host gets the row, and a
+// row that arrives so (or was kept in EarlyRows before the pull began) is
+// not READ again. The rows are shared out: a rank READs its own share
+// (FirstRow(rank) up to the next rank's) first, and the others' rows only
+// if they have not come through the group once its own share is in and as
+// long again has passed (a peer that started late, or died, delays the pull
+// by at most that; a row asked for twice costs every rank a copy).
+// Retransmissions ask for a reply to this rank alone: a rank whose group
+// delivery fails still progresses. A group reply answering another rank
+// says nothing about this rank's round trip or ordering. An own reply that
+// did not go to the group (the row was not exact: not SYNC) means the group
+// is not in use at this clock: the other rows are READ at once.
+//
 // It ends when every row arrived, or when the switch refuses a READ: evicted
 // (the client joins again and pulls at its new clock), not_joined (the switch
 // lost the rank: restarted), or any other code (an error).
@@ -35,8 +49,10 @@ class PullOp final : public Operation {
  public:
   enum class End { kPulled, kEvicted, kNotJoined };
 
-  // Writes the rows into `model` (info.elements values).
-  PullOp(Transport& t, const RankState& rank, std::span<int32_t> model, ClientStats* stats);
+  // Writes the rows into `model` (info.elements values), taking the rows of
+  // this clock `early` holds (null: none).
+  PullOp(Transport& t, const RankState& rank, std::span<int32_t> model, ClientStats* stats,
+         const EarlyRows* early = nullptr);
 
   Status Start() override;
   Reply OnReply(const proto::PacketView& v) override;
@@ -53,6 +69,8 @@ class PullOp final : public Operation {
   SteadyClock::time_point TimeoutAt(uint32_t r) const;
   SteadyClock::time_point OvertakenLostAt(uint32_t r) const;
   SteadyClock::time_point LostAt(uint32_t r) const;
+  // Marks row `r` received (from any source) at `now`.
+  void Got(uint32_t r, SteadyClock::time_point now);
   // The held rows are to be re-sent now.
   bool ProbeAnswered() const { return probe_ != kNoProbe && state_[probe_] == kDone; }
 
@@ -62,6 +80,7 @@ class PullOp final : public Operation {
 
   Transport& t_;
   ClientStats* stats_;
+  const EarlyRows* early_;
   const uint32_t clock_;
   const uint32_t rows_;
   const uint32_t row_width_;
@@ -70,6 +89,13 @@ class PullOp final : public Operation {
   End end_ = End::kPulled;
 
   const uint32_t first_row_;  // rows are sent from here, wrapping (FirstRow)
+  const SteadyClock::time_point start_;
+  // With the group: rows [first_row_, + share_) are this rank's; the others
+  // are READ from foreign_at_ on (max() until own_left_ is 0). Without:
+  // every row is its own.
+  const uint32_t share_;
+  uint32_t own_left_;
+  SteadyClock::time_point foreign_at_ = SteadyClock::time_point::max();
   uint32_t next_ = 0;         // rows sent at least once: the next is RowAt(first_row_, next_)
   uint32_t got_ = 0;          // rows received
   std::vector<uint8_t> state_;

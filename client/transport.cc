@@ -49,6 +49,7 @@ Transport::Transport(const ClientOptions& options, net::UdpSocket socket,
       switch_name_(net::FormatEndpoint(switch_ep)),
       stats_(stats),
       recv_(kBatch),
+      group_recv_(kBatch),
       send_(kBatch),
       send_arena_(kBatch * proto::PacketSize(proto::kMaxValues)),
       last_heard_(SteadyClock::now()),
@@ -59,6 +60,35 @@ void Transport::SetJobShape(uint32_t workers, uint64_t elements) {
                          kDrainBytesPerSecond;
   rtt_.SetFloor(std::chrono::duration_cast<SteadyClock::duration>(
       kMinRto + std::chrono::duration<double>(queue_s)));
+}
+
+Status Transport::OpenGroup(const std::string& group) {
+  Result<proto::Endpoint> g = net::ParseEndpoint(group);
+  if (!g.ok()) return g.status();
+  if (group_socket_.is_open() && group_ == *g) return Status::Ok();
+  group_socket_.Close();
+  // The group is joined on the interface this host reaches the switch by
+  // (the loopback for a switch on this host).
+  Result<proto::Endpoint> via = net::RouteSource(switch_ep_);
+  if (!via.ok()) return via.status();
+  if (via->family != proto::Endpoint::Family::kIPv4) {
+    return Status::FailedPrecondition("the switch " + switch_name_ +
+                                      " is reached over IPv6; reply groups are IPv4");
+  }
+  net::UdpSocketOptions so;
+  so.address = net::FormatHost(*g);
+  so.port = g->port;
+  so.reuse_address = true;
+  so.recv_buffer_bytes = options_.socket_buffer_bytes;
+  so.gro = options_.offload;
+  so.gso = false;
+  Result<net::UdpSocket> sock = net::UdpSocket::Open(so);
+  if (!sock.ok()) return sock.status();
+  Status s = sock->JoinGroup(*g, *via);
+  if (!s.ok()) return s;
+  group_socket_ = std::move(*sock);
+  group_ = *g;
+  return Status::Ok();
 }
 
 std::string Transport::local_address() const { return net::FormatEndpoint(socket_.local()); }

@@ -6,6 +6,12 @@
 // and key, and notes what every reply says about the job (FINISHED,
 // SATURATED) and when the switch was last heard.
 //
+// The job's reply group (OpenGroup): a second socket, bound to the group's
+// multicast address and port and joined on the interface that reaches the
+// switch, receives the rows the switch answers to the group. Receive() waits
+// on both sockets and also hands over group READ_REPLYs answering another
+// rank of the job (header.worker is that rank's).
+//
 // Not thread-safe: one per Client.
 #pragma once
 
@@ -65,8 +71,15 @@ class Transport {
   // Queue + Flush.
   Status Send(proto::Op op, uint32_t clock, uint32_t row, uint16_t flags);
 
+  // Subscribes to the job's reply group "A.B.C.D:PORT" (a no-op if already
+  // subscribed to it). On failure the transport stays without a group.
+  Status OpenGroup(const std::string& group);
+  // READs may ask for replies to the group (flag GROUP).
+  bool group_open() const { return group_socket_.is_open(); }
+
   // Receives for at most `timeout` and calls handle(view) for every reply of
-  // this job and rank; stops early when handle returns true.
+  // this job and rank, and every group READ_REPLY of the job; stops early
+  // when handle returns true.
   template <typename Handler>
   Status Receive(SteadyClock::duration timeout, Handler&& handle);
 
@@ -95,6 +108,9 @@ class Transport {
   std::string switch_name_;
   ClientStats* stats_;
   net::RecvBatch recv_;
+  net::UdpSocket group_socket_;
+  proto::Endpoint group_;
+  net::RecvBatch group_recv_;
   net::SendBatch send_;
   std::vector<uint8_t> send_arena_;
   size_t send_used_ = 0;
@@ -104,30 +120,61 @@ class Transport {
   bool saturated_ = false;
   RttEstimator rtt_;
   ReorderWindow reorder_;
+
+  // Hands the `n` datagrams of `batch` to handle; true if it stopped early.
+  template <typename Handler>
+  bool Dispatch(const net::RecvBatch& batch, size_t n, Handler& handle);
 };
 
 template <typename Handler>
 Status Transport::Receive(SteadyClock::duration timeout, Handler&& handle) {
   if (timeout < SteadyClock::duration::zero()) timeout = SteadyClock::duration::zero();
-  Result<size_t> n = socket_.Recv(&recv_, timeout);
-  if (!n.ok()) return n.status();
-  backlog_ = recv_.full();
-  for (size_t i = 0; i < *n; ++i) {
+  if (!group_socket_.is_open()) {
+    Result<size_t> n = socket_.Recv(&recv_, timeout);
+    if (!n.ok()) return n.status();
+    backlog_ = recv_.full();
+    Dispatch(recv_, *n, handle);
+    return Status::Ok();
+  }
+  Result<unsigned> ready = net::UdpSocket::WaitEither(socket_, group_socket_, timeout);
+  if (!ready.ok()) return ready.status();
+  backlog_ = false;
+  if (*ready & 1u) {
+    Result<size_t> n = socket_.RecvQueued(&recv_);
+    if (!n.ok()) return n.status();
+    backlog_ = recv_.full();
+    if (Dispatch(recv_, *n, handle)) return Status::Ok();
+  }
+  if (*ready & 2u) {
+    Result<size_t> n = group_socket_.RecvQueued(&group_recv_);
+    if (!n.ok()) return n.status();
+    backlog_ = backlog_ || group_recv_.full();
+    Dispatch(group_recv_, *n, handle);
+  }
+  return Status::Ok();
+}
+
+template <typename Handler>
+bool Transport::Dispatch(const net::RecvBatch& batch, size_t n, Handler& handle) {
+  for (size_t i = 0; i < n; ++i) {
     proto::PacketView v;
-    auto data = recv_.data(i);
-    if (recv_.truncated(i) ||
+    auto data = batch.data(i);
+    if (batch.truncated(i) ||
         proto::Decode(data.data(), data.size(), &v) != proto::ParseError::kOk) {
       continue;
     }
     const proto::Header& h = v.header;
-    if (h.job != options_.job || h.worker != options_.rank || h.key != options_.key) continue;
+    if (h.job != options_.job || h.key != options_.key) continue;
+    const bool group_row =
+        h.op == proto::Op::kReadReply && (h.flags & proto::flags::kGroup) != 0;
+    if (h.worker != options_.rank && !group_row) continue;
     ++stats_->packets_received;
     last_heard_ = SteadyClock::now();
     if (h.flags & proto::flags::kFinished) finished_ = true;
     if (h.flags & proto::flags::kSaturated) saturated_ = true;
-    if (handle(v)) break;
+    if (handle(v)) return true;
   }
-  return Status::Ok();
+  return false;
 }
 
 }  // namespace serene::client

@@ -26,7 +26,7 @@ UdpClient::UdpClient(const ClientOptions& options, net::UdpSocket socket,
                      proto::Endpoint switch_ep)
     : options_(options), transport_(options_, std::move(socket), switch_ep, &stats_) {}
 
-Status UdpClient::Run(Operation& op) { return RunOperation(transport_, op, &stats_); }
+Status UdpClient::Run(Operation& op) { return RunOperation(transport_, op, &stats_, &early_); }
 
 Status UdpClient::SaturationError() const {
   return Status::FailedPrecondition(
@@ -63,6 +63,11 @@ Status UdpClient::Adopt(const JobInfo& ack) {
   }
   rank_.info = ack;
   transport_.SetJobShape(ack.workers, ack.elements);
+  // Rows kept from before this JOIN may be of another incarnation's model.
+  early_.Reset(ack);
+  // Without the group every row is READ and answered to this rank: slower
+  // on a host with several ranks, never wrong, so a failure is not fatal.
+  if (options_.group && !ack.group.empty()) (void)transport_.OpenGroup(ack.group);
   rank_.done = ack.done;
   rank_.pushed = false;
   rank_.joined = true;
@@ -191,7 +196,7 @@ Status UdpClient::PullFixed(std::span<int32_t> model) {
   }
   const auto started = SteadyClock::now();
   for (int attempt = 0; attempt < kMaxInterruptions; ++attempt) {
-    PullOp op(transport_, rank_, model, &stats_);
+    PullOp op(transport_, rank_, model, &stats_, &early_);
     Status s = Run(op);
     if (!s.ok()) return s;
     switch (op.end()) {

@@ -17,6 +17,7 @@
 #include <span>
 #include <vector>
 
+#include "client/early_rows.h"
 #include "client/rank_state.h"
 #include "client/transport.h"
 #include "include/serene/client.h"
@@ -60,6 +61,7 @@ class UdpClient final : public Client {
   ClientStats stats_;
   Transport transport_;
   RankState rank_;
+  EarlyRows early_;  // group rows that came before the pull of their clock
   bool finished_ = false;
   std::vector<int32_t> pull_buf_;  // Pull()'s fixed-point landing area
   std::vector<int32_t> seed_;      // rank 0: the newest model it pulled (re-seeds a lost job)

@@ -52,11 +52,13 @@ ClientOptions ApplyOptions(ClientOptions options, const py::kwargs& kwargs) {
       options.offload = value.cast<bool>();
     } else if (key == "fail_on_saturation") {
       options.fail_on_saturation = value.cast<bool>();
+    } else if (key == "group") {
+      options.group = value.cast<bool>();
     } else {
       throw py::type_error("Client: unknown option '" + key +
                            "'; known: switch, job, key, rank, world_size, bind, window, "
                            "timeout_ms, max_timeout_ms, deadline_s, socket_buffer_bytes, "
-                           "offload, fail_on_saturation");
+                           "offload, fail_on_saturation, group");
     }
   }
   return options;
@@ -198,6 +200,7 @@ void BindResults(py::module_& m) {
       .def_readonly("high", &JobInfo::high)
       .def_readonly("epoch", &JobInfo::epoch)
       .def_readonly("incarnation", &JobInfo::incarnation)
+      .def_readonly("group", &JobInfo::group)
       .def("__repr__", [](const JobInfo& i) { return Repr(i); });
 
   py::class_<ClockResult>(m, "ClockResult", "What the switch said when it released a clock().")
@@ -225,6 +228,7 @@ void BindResults(py::module_& m) {
       .def_readonly("stale_replies", &ClientStats::stale_replies)
       .def_readonly("rejoins", &ClientStats::rejoins)
       .def_readonly("switch_restarts", &ClientStats::switch_restarts)
+      .def_readonly("group_rows", &ClientStats::group_rows)
       .def_property_readonly("pull_time", [](const ClientStats& s) { return Seconds(s.pull_time); })
       .def_property_readonly("push_time", [](const ClientStats& s) { return Seconds(s.push_time); })
       .def_property_readonly("clock_wait",
@@ -241,7 +245,7 @@ Client(**options) uses the given options over the C++ defaults;
 Client.from_env(**options) reads RANK, WORLD_SIZE and SERENE_* first (as the
 C++ client). Options: switch ("host:port"), job, key, rank, world_size, bind,
 window, timeout_ms, max_timeout_ms, deadline_s, socket_buffer_bytes, offload,
-fail_on_saturation. Connecting opens a UDP socket and sends nothing.
+fail_on_saturation, group. Connecting opens a UDP socket and sends nothing.
 
 Per iteration: pull(model), compute an update, push(update), clock().
 Buffers are numpy arrays or CPU torch tensors (float32, or int32 for the raw

@@ -80,6 +80,12 @@ struct ClientOptions {
   bool offload = true;
   // Treat the switch's SATURATED flag as an error (default) or only report it.
   bool fail_on_saturation = true;
+  // Subscribe to the job's reply group when the switch offers one (an IPv4
+  // multicast address in the JOIN_ACK): a row another rank of this host READ
+  // at this clock then arrives without a READ of our own. Off, or when the
+  // group cannot be joined, every row is READ and answered to this rank.
+  // Env: SERENE_GROUP (on/off). Default on.
+  bool group = true;
 
   // Options from the environment variables above, on top of `defaults`.
   // Fails with a message naming the variable and its value if one is malformed.
@@ -102,6 +108,8 @@ struct JobInfo {
   // The job's incarnation: changes only when the switch creates the job
   // again (a restarted switch lost its state). 0: not told (older switch).
   uint32_t incarnation = 0;
+  // The job's reply group, "A.B.C.D:PORT"; empty: the job has none.
+  std::string group;
 };
 
 // What the switch said when it released a CLOCK.
@@ -132,6 +140,9 @@ struct ClientStats {
   uint64_t stale_replies = 0;   // replies for another clock/row (late duplicates)
   uint64_t rejoins = 0;
   uint64_t switch_restarts = 0;  // times the switch had lost the job and it was re-seeded
+  // Rows that arrived through the job's reply group, answering another
+  // rank's READ: each is one READ this rank did not send.
+  uint64_t group_rows = 0;
   std::chrono::nanoseconds pull_time{0};
   std::chrono::nanoseconds push_time{0};
   std::chrono::nanoseconds clock_wait{0};
