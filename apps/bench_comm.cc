@@ -29,6 +29,7 @@ struct CommFlags {
   uint32_t switch_threads = 1;
   std::string algorithms = "all";
   std::string offload = "on";
+  std::string group = "on";
   std::vector<std::string> switch_args;
   bool quiet_switch = true;
 } flags;
@@ -60,6 +61,10 @@ CLI::App* AddBenchComm(CLI::App* app) {
                    "it is broken in this Gloo); none: Serene only (profiling)");
   comm->add_option("--offload", flags.offload,
                    "UDP segmentation offload (GSO/GRO) in the switch and the workers")
+      ->check(CLI::IsMember({"on", "off"}));
+  comm->add_option("--group", flags.group,
+                   "Give the job a reply group (IPv4 multicast on the loopback): an exact row "
+                   "one worker READs reaches every worker in one send")
       ->check(CLI::IsMember({"on", "off"}));
   comm->add_option("--switch-arg", flags.switch_args,
                    "Extra flag for the started serene-switch, repeatable, e.g. "
@@ -110,14 +115,25 @@ int RunBenchComm() {
   } cleanup{rendezvous};
 
   const uint32_t key = 0x5E4E;
+  std::string group_spec;
+  if (flags.group == "on") {
+    Result<uint16_t> port = loadgen::FreeUdpPort();
+    if (!port.ok()) {
+      fmt::print(stderr, "serene-bench comm: no free UDP port for the reply group: {}\n",
+                 port.status().message());
+      return 1;
+    }
+    group_spec = fmt::format(",group=239.83.0.1:{}", *port);
+  }
   const std::string binary = loadgen::OwnBinaryDir() + "/serene-switch";
   // The Gloo phases keep the switch silent for seconds on large vectors: no
   // eviction in between.
   std::vector<std::string> switch_args = {
       "--bind", "127.0.0.1", "--port", "0", "--control", "off",
       "--threads", std::to_string(flags.switch_threads), "--offload", flags.offload,
-      "--job", fmt::format("id=1,workers={},elements={},row={},key={},policy=sync,evict_after=3600s",
-                           flags.workers, flags.elements, flags.row, key)};
+      "--job", fmt::format("id=1,workers={},elements={},row={},key={},policy=sync,"
+                           "evict_after=3600s{}",
+                           flags.workers, flags.elements, flags.row, key, group_spec)};
   switch_args.insert(switch_args.end(), flags.switch_args.begin(), flags.switch_args.end());
   loadgen::ChildProcess sw(binary, switch_args);
   auto listening = loadgen::WaitForListening(sw);
@@ -132,6 +148,7 @@ int RunBenchComm() {
   plan.client.key = key;
   plan.client.window = flags.window;
   plan.client.offload = flags.offload == "on";
+  plan.client.group = flags.group == "on";
   plan.workers = flags.workers;
   plan.warmup = flags.warmup;
   plan.iters = flags.iters;
@@ -161,7 +178,8 @@ int RunBenchComm() {
   }
   std::vector<loadgen::CommRankReport> reports;
   bool all_ok = true;
-  uint64_t re_reads = 0, re_clocks = 0, nacks = 0;
+  uint64_t re_reads = 0, re_clocks = 0, nacks = 0, group_rows = 0;
+  const uint64_t plan_rows = (flags.elements + flags.row - 1) / flags.row;
   uint32_t checks = 0;
   for (size_t i = 0; i < results->size(); ++i) {
     auto rep = loadgen::CommRankReport::FromJson((*results)[i].line);
@@ -177,6 +195,7 @@ int RunBenchComm() {
       all_ok = false;
     }
     re_reads += rep->stats.read_retransmits;
+    group_rows += rep->stats.group_rows;
     re_clocks += rep->stats.clock_retransmits;
     nacks += rep->stats.nacks;
     checks += rep->checks;
@@ -200,9 +219,12 @@ int RunBenchComm() {
   // A re-sent CLOCK is mostly a rank waiting at the barrier for a slower one
   // (it re-sends so that a lost RELEASE is recovered), not a loss.
   fmt::print("\n{} results checked, all exact; Serene: {} READs re-sent, {} NACKs, {} CLOCKs "
-             "re-sent while waiting at the barrier; switch CPU "
-             "{:.3f} ms per iteration (over the whole run, Gloo phases idle)\n",
-             checks, re_reads, nacks, re_clocks, 1e3 * switch_cpu / clocks);
+             "re-sent while waiting at the barrier, {:.1f} % of rows through the reply group; "
+             "switch CPU {:.3f} ms per iteration (over the whole run, Gloo phases idle)\n",
+             checks, re_reads, nacks, re_clocks,
+             100.0 * static_cast<double>(group_rows) /
+                 (static_cast<double>(clocks) * flags.workers * plan_rows),
+             1e3 * switch_cpu / clocks);
   if (series.size() < 2) {
     fmt::print("{{\"workers\":{},\"elements\":{},\"row\":{},\"serene_ms\":{:.4f}}}\n",
                flags.workers, flags.elements, flags.row, series[0].median_ms);

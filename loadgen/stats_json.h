@@ -16,6 +16,7 @@ inline void StatsToJson(const ClientStats& s, nlohmann::json* j) {
   (*j)["nacks"] = s.nacks;
   (*j)["rows_resent"] = s.rows_resent;
   (*j)["probes"] = s.probes;
+  (*j)["group_rows"] = s.group_rows;
 }
 
 // Throws nlohmann::json::exception on a missing field.
@@ -27,6 +28,7 @@ inline void StatsFromJson(const nlohmann::json& j, ClientStats* s) {
   s->nacks = j.at("nacks");
   s->rows_resent = j.at("rows_resent");
   s->probes = j.at("probes");
+  s->group_rows = j.at("group_rows");
 }
 
 }  // namespace serene::loadgen

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "net/udp_socket.h"
+
 namespace serene::loadgen {
 
 std::string OwnBinaryDir() {
@@ -30,6 +32,15 @@ std::optional<std::string> WaitForListening(ChildProcess& sw, std::chrono::milli
 
 std::optional<std::string> WaitForControl(ChildProcess& sw, std::chrono::milliseconds guard) {
   return WaitForWordAfter(sw, "runtime API at ", guard);
+}
+
+Result<uint16_t> FreeUdpPort() {
+  net::UdpSocketOptions so;
+  so.address = "0.0.0.0";
+  so.learn_destination = false;
+  Result<net::UdpSocket> sock = net::UdpSocket::Open(so);
+  if (!sock.ok()) return sock.status();
+  return sock->local().port;
 }
 
 }  // namespace serene::loadgen

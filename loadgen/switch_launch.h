@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "common/status.h"
 #include "loadgen/child_process.h"
 
 namespace serene::loadgen {
@@ -24,5 +25,9 @@ std::optional<std::string> WaitForListening(ChildProcess& sw,
 // e.g. after --control 127.0.0.1:0) and returns ADDR; nullopt if it did not.
 std::optional<std::string> WaitForControl(ChildProcess& sw,
                                           std::chrono::milliseconds guard = std::chrono::seconds(10));
+
+// A UDP port no socket of this host holds right now (the kernel's pick for
+// an ephemeral bind), e.g. for a job's reply group.
+Result<uint16_t> FreeUdpPort();
 
 }  // namespace serene::loadgen
