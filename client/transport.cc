@@ -13,6 +13,7 @@ constexpr std::chrono::milliseconds kMinRto{10};
 // A conservative rate at which a switch port drains its receive queue
 // (measured: 1-2 GB/s for one loop thread on this 2-core machine).
 constexpr double kDrainBytesPerSecond = 1e9;
+constexpr uint64_t kMaxGroupBuffer = 256ull << 20;
 
 }  // namespace
 
@@ -62,7 +63,7 @@ void Transport::SetJobShape(uint32_t workers, uint64_t elements) {
       kMinRto + std::chrono::duration<double>(queue_s)));
 }
 
-Status Transport::OpenGroup(const std::string& group) {
+Status Transport::OpenGroup(const std::string& group, uint64_t model_bytes) {
   Result<proto::Endpoint> g = net::ParseEndpoint(group);
   if (!g.ok()) return g.status();
   if (group_socket_.is_open() && group_ == *g) return Status::Ok();
@@ -79,7 +80,11 @@ Status Transport::OpenGroup(const std::string& group) {
   so.address = net::FormatHost(*g);
   so.port = g->port;
   so.reuse_address = true;
-  so.recv_buffer_bytes = options_.socket_buffer_bytes;
+  // A whole model, up to 256 MiB, and at least the socket buffer option (the
+  // kernel caps it at net.core.rmem_max without CAP_NET_ADMIN).
+  const auto option = static_cast<uint64_t>(std::max(options_.socket_buffer_bytes, 0));
+  so.recv_buffer_bytes =
+      static_cast<int>(std::max(option, std::min(model_bytes, kMaxGroupBuffer)));
   so.gro = options_.offload;
   so.gso = false;
   Result<net::UdpSocket> sock = net::UdpSocket::Open(so);

@@ -72,8 +72,10 @@ class Transport {
   Status Send(proto::Op op, uint32_t clock, uint32_t row, uint16_t flags);
 
   // Subscribes to the job's reply group "A.B.C.D:PORT" (a no-op if already
-  // subscribed to it). On failure the transport stays without a group.
-  Status OpenGroup(const std::string& group);
+  // subscribed to it), with room for `model_bytes` of rows queued (peers'
+  // READs bring rows while this rank computes or pushes). On failure the
+  // transport stays without a group.
+  Status OpenGroup(const std::string& group, uint64_t model_bytes);
   // READs may ask for replies to the group (flag GROUP).
   bool group_open() const { return group_socket_.is_open(); }
 

@@ -67,7 +67,7 @@ Status UdpClient::Adopt(const JobInfo& ack) {
   early_.Reset(ack);
   // Without the group every row is READ and answered to this rank: slower
   // on a host with several ranks, never wrong, so a failure is not fatal.
-  if (options_.group && !ack.group.empty()) (void)transport_.OpenGroup(ack.group);
+  if (options_.group && !ack.group.empty()) (void)transport_.OpenGroup(ack.group, ack.elements * 4);
   rank_.done = ack.done;
   rank_.pushed = false;
   rank_.joined = true;
