@@ -108,7 +108,12 @@ Operation::Reply PullOp::OnReply(const proto::PacketView& v) {
   }
   // Our own READ answered to us alone: the group is not in use (the row was
   // not exact), so no peer's READ brings us the other rows either.
-  if (ours && (h.flags & proto::flags::kGroup) == 0 && foreign_at_ > now) foreign_at_ = now;
+  // (Only a first transmission was flagged GROUP; Karn again.)
+  if (ours && attempts_[h.row] == 0 && (h.flags & proto::flags::kGroup) == 0 &&
+      foreign_at_ > now) {
+    foreign_at_ = now;
+  }
+  if (h.flags & proto::flags::kGroup) group_heard_ = true;
   Got(h.row, now);
   if (got_ == rows_) {
     if (t_.saturated() && t_.options().fail_on_saturation) {
@@ -194,6 +199,7 @@ Status PullOp::OnTimer(SteadyClock::time_point now) {
     overtaken_[r] = 0;
     ++attempts_[r];
     ++stats_->read_retransmits;
+    ++retransmits_;
     resent_.push_back(r);
   }
   if (newest_overdue != kNoProbe) probe_ = newest_overdue;
@@ -206,6 +212,7 @@ Status PullOp::OnTimer(SteadyClock::time_point now) {
     const uint32_t r = RowAt(first_row_, next_++, rows_);
     if (state_[r] == kDone) continue;  // came through the group
     Status q = t_.Queue(proto::Op::kRead, clock_, r, first_flags, {});
+    flagged_sent_ = flagged_sent_ || first_flags != 0;
     if (!q.ok()) return q;
     state_[r] = kInFlight;
     sent_[r] = now;

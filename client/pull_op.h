@@ -62,6 +62,10 @@ class PullOp final : public Operation {
 
   // REQUIRES: outcome() is OK.
   End end() const { return end_; }
+  // READs flagged GROUP had to be re-sent and nothing came through the
+  // group: its datagrams do not reach this rank (no multicast route, a
+  // firewall), so flagging READs only costs a timeout per pull.
+  bool GroupSilent() const { return flagged_sent_ && retransmits_ > 0 && !group_heard_; }
 
  private:
   // When in-flight row `r` counts as lost: its timeout, or sooner once later
@@ -106,6 +110,9 @@ class PullOp final : public Operation {
   std::vector<uint32_t> in_flight_;                    // rows in send order
   std::vector<uint32_t> resent_;                       // scratch
   uint32_t probe_ = kNoProbe;  // the row re-sent alone while others are held
+  bool flagged_sent_ = false;  // a READ went out flagged GROUP
+  bool group_heard_ = false;   // a reply came through the group
+  uint64_t retransmits_ = 0;   // READs this pull re-sent
 };
 
 }  // namespace serene::client

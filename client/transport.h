@@ -76,6 +76,8 @@ class Transport {
   // READs bring rows while this rank computes or pushes). On failure the
   // transport stays without a group.
   Status OpenGroup(const std::string& group, uint64_t model_bytes);
+  // Leaves the group (it does not reach this rank: PullOp::GroupSilent).
+  void CloseGroup() { group_socket_.Close(); }
   // READs may ask for replies to the group (flag GROUP).
   bool group_open() const { return group_socket_.is_open(); }
 

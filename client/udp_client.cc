@@ -201,6 +201,8 @@ Status UdpClient::PullFixed(std::span<int32_t> model) {
     if (!s.ok()) return s;
     switch (op.end()) {
       case PullOp::End::kPulled:
+        // Until the next JOIN, every row is READ and answered to this rank.
+        if (op.GroupSilent()) transport_.CloseGroup();
         if (options_.rank == 0) seed_.assign(model.begin(), model.end());
         stats_.pull_time += SteadyClock::now() - started;
         return Status::Ok();

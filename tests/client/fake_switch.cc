@@ -46,6 +46,33 @@ void FakeSwitch::Replier::ReadReply(const Request& to, int32_t value) {
   Send(to, proto::Op::kReadReply, to.header.clock, r, 0, std::vector<int32_t>(len, value));
 }
 
+void FakeSwitch::Replier::JoinAckWithGroup(const Request& to, uint32_t done,
+                                            uint32_t incarnation, const proto::Endpoint& group) {
+  auto i = [](uint32_t v) { return static_cast<int32_t>(v); };
+  const uint32_t address = uint32_t{group.addr[0]} << 24 | uint32_t{group.addr[1]} << 16 |
+                           uint32_t{group.addr[2]} << 8 | group.addr[3];
+  Send(to, proto::Op::kJoinAck, done, 0, 0,
+       {i(sw_->workers_), i(sw_->elements_), i(sw_->row_width_), i(done), 0, 0, 0,
+        i(sw_->rows()), 24, i(incarnation), i(address), i(group.port)});
+}
+
+void FakeSwitch::Replier::GroupRow(const proto::Endpoint& group, const Request& of_job,
+                                   uint32_t worker, uint32_t clock, uint32_t row, int32_t value) {
+  proto::Header h;
+  h.op = proto::Op::kReadReply;
+  h.job = of_job.header.job;
+  h.worker = static_cast<uint16_t>(worker);
+  h.key = of_job.header.key;
+  h.clock = clock;
+  h.row = row;
+  h.flags = proto::flags::kExact | proto::flags::kGroup;
+  const uint32_t len = std::min(sw_->row_width_, sw_->elements_ - row * sw_->row_width_);
+  const std::vector<int32_t> values(len, value);
+  std::vector<uint8_t> bytes(proto::PacketSize(values.size()));
+  proto::Encode(h, values, bytes.data());
+  (void)sw_->socket_.SendTo(group, bytes);
+}
+
 FakeSwitch::FakeSwitch(uint32_t workers, uint32_t elements, uint32_t row_width, Handler handler)
     : workers_(workers),
       elements_(elements),

@@ -41,6 +41,13 @@ class FakeSwitch {
                uint32_t row = 0);
     // The row's values, all `value`.
     void ReadReply(const Request& to, int32_t value);
+    // A JOIN_ACK that advertises the reply group `group`.
+    void JoinAckWithGroup(const Request& to, uint32_t done, uint32_t incarnation,
+                          const proto::Endpoint& group);
+    // An exact READ_REPLY of `row` at `clock` answering rank `worker`, all
+    // `value`, sent to `group` (flags EXACT | GROUP).
+    void GroupRow(const proto::Endpoint& group, const Request& of_job, uint32_t worker,
+                  uint32_t clock, uint32_t row, int32_t value);
 
    private:
     friend class FakeSwitch;
