@@ -84,6 +84,8 @@ class ScenarioFlags {
       {"--switch-fault", "switch_fault",
        "Fault injection at each Serene run's switch (serene-switch --fault SPEC), "
        "e.g. drop=0.02,delay=0..20ms,seed=3,dir=both"},
+      {"--group", "group",
+       "Give each Serene run's job a reply group on the loopback (IPv4 multicast): on or off"},
       {"--name", "name", "Experiment name"}};
 
   std::string config_, runs_;

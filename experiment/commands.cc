@@ -6,18 +6,22 @@
 
 namespace serene::experiment {
 
-std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job, uint32_t key) {
+std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job, uint32_t key,
+                          uint16_t group_port) {
   // A policy script's run starts under SYNC; its controller sets the rest.
   const std::string policy = IsPolicyScript(run.policy) ? "sync" : run.policy;
-  return fmt::format("id={},workers={},elements={},row={},key={:#x},policy={}", job, s.workers,
-                     train::ParameterCount(s.model), s.row, key, policy);
+  const std::string group =
+      group_port == 0 ? std::string()
+                      : fmt::format(",group=239.83.{}.{}:{}", job >> 8, job & 0xFF, group_port);
+  return fmt::format("id={},workers={},elements={},row={},key={:#x}{},policy={}", job, s.workers,
+                     train::ParameterCount(s.model), s.row, key, group, policy);
 }
 
 std::vector<std::string> SwitchArgs(const Scenario& s, const RunSpec& run, uint16_t job,
-                                    uint32_t key) {
+                                    uint32_t key, uint16_t group_port) {
   std::vector<std::string> a = {"--bind",    "127.0.0.1",   "--port",      "0",
                                 "--control", "127.0.0.1:0", "--log-level", "info"};
-  a.insert(a.end(), {"--job", SwitchJobSpec(s, run, job, key)});
+  a.insert(a.end(), {"--job", SwitchJobSpec(s, run, job, key, group_port)});
   if (!s.switch_fault.empty()) a.insert(a.end(), {"--fault", s.switch_fault});
   return a;
 }

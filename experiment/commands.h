@@ -31,14 +31,17 @@ struct RunContext {
 // "id=J,workers=N,elements=<ParameterCount(model)>,row=R,key=0x...,policy=P",
 // with P = sync for a policy script's run (its controller sets the rule).
 // REQUIRES: run.backend == kSerene.
-std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job, uint32_t key);
+// With `group_port` (not 0) the job has the reply group 239.83.0.J:group_port.
+std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job, uint32_t key,
+                          uint16_t group_port = 0);
 
 // serene-switch's arguments: loopback, an ephemeral port (it logs "listening
 // on ADDR"), the runtime API on an ephemeral loopback port (it logs "runtime
 // API at ADDR"; a policy script's controller uses it), log level info, the
-// job, and --fault with the scenario's switch_fault when it has one.
+// job (with its reply group on `group_port`, unless 0), and --fault with the
+// scenario's switch_fault when it has one.
 std::vector<std::string> SwitchArgs(const Scenario& s, const RunSpec& run, uint16_t job,
-                                    uint32_t key);
+                                    uint32_t key, uint16_t group_port = 0);
 
 // serene-train's arguments for `rank`.
 std::vector<std::string> TrainArgs(const Scenario& s, const RunSpec& run, int rank,

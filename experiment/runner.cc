@@ -206,7 +206,14 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
   };
   if (serene) {
     ctx.key = RunKey(index);
-    sw = std::make_unique<ChildProcess>(switch_bin, SwitchArgs(scenario, run, kJob, ctx.key));
+    uint16_t group_port = 0;
+    if (scenario.group) {
+      Result<uint16_t> port = loadgen::FreeUdpPort();
+      if (!port.ok()) return fail(port.status());
+      group_port = *port;
+    }
+    sw = std::make_unique<ChildProcess>(switch_bin,
+                                        SwitchArgs(scenario, run, kJob, ctx.key, group_port));
     auto listening = loadgen::WaitForListening(*sw, kSwitchStartTimeout);
     if (!listening) {
       (void)WriteTextFile(dir + "/switch.log", sw->output());
@@ -215,7 +222,7 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
     }
     ctx.switch_address = *listening;
     progress(fmt::format("  serene-switch on {}: job {}", ctx.switch_address,
-                         SwitchJobSpec(scenario, run, kJob, ctx.key)));
+                         SwitchJobSpec(scenario, run, kJob, ctx.key, group_port)));
   }
 
   // 1b. A dynamic run's controller, before the ranks so that a static rule

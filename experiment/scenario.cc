@@ -291,7 +291,7 @@ const std::vector<std::string_view>& ScenarioKeys() {
       "name",       "workers",         "model", "steps",   "target_accuracy",
       "eval_every", "eval_samples",    "seed",  "lr",      "batch",
       "straggler",  "straggler_ranks", "row",   "threads", "timeout",
-      "control_period_ms", "switch_fault"};
+      "control_period_ms", "switch_fault", "group"};
   // clang-format on
   return keys;
 }
@@ -350,6 +350,9 @@ Status SetScenarioValue(std::string_view key, std::string_view v, const std::str
     auto spec = net::FaultSpec::Parse(v);
     if (!spec.ok()) return Status::InvalidArgument(where + ": " + spec.status().message());
     s->switch_fault = spec->enabled() ? std::string(v) : std::string();
+  } else if (key == "group") {
+    if (v != "on" && v != "off") return Bad(where, v, "on or off");
+    s->group = v == "on";
   } else {
     std::string keys;
     for (std::string_view k : ScenarioKeys()) keys += (keys.empty() ? "" : ", ") + std::string(k);
@@ -602,6 +605,7 @@ std::string ScenarioValueText(const Scenario& s, std::string_view key) {
   if (key == "timeout") return Real(s.timeout_s);
   if (key == "control_period_ms") return std::to_string(s.control_period_ms);
   if (key == "switch_fault") return s.switch_fault.empty() ? "none" : s.switch_fault;
+  if (key == "group") return s.group ? "on" : "off";
   return "";
 }
 
@@ -611,7 +615,7 @@ std::string ScenarioToToml(const Scenario& s) {
     const std::string value = ScenarioValueText(s, key);
     // Text settings are quoted; so is a seed beyond TOML's signed 64 bits.
     const bool text = key == "name" || key == "model" || key == "straggler" ||
-                      key == "straggler_ranks" || key == "switch_fault" ||
+                      key == "straggler_ranks" || key == "switch_fault" || key == "group" ||
                       (key == "seed" && s.seed > static_cast<uint64_t>(INT64_MAX));
     t += std::string(key) + " = " + (text ? Quoted(value) : value) + "\n";
   }

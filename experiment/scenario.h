@@ -108,6 +108,11 @@ struct Scenario {
   // exact and the switch's sums are integers, whatever the network does.
   std::string switch_fault;
 
+  // Serene runs give their job a reply group on the loopback (an IPv4
+  // multicast address, docs/switch.md): an exact row one rank READs reaches
+  // every rank in one send. "on" (default) or "off".
+  bool group = true;
+
   std::vector<RunSpec> runs;  // in order; the first is the baseline of the ratios
 
   // The [sim] table: settings only serene-sim reads (links, compute model,

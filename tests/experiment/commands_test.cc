@@ -34,6 +34,16 @@ TEST(CommandsTest, SwitchJobHoldsTheModel) {
   EXPECT_EQ(After(args, "--fault"), "<absent>");       // no fault injection by default
 }
 
+TEST(CommandsTest, AGroupPortGivesTheJobAReplyGroup) {
+  Scenario s = DefaultScenario();
+  EXPECT_EQ(SwitchJobSpec(s, s.runs[0], 1, 0x5E7E0002, 40123),
+            "id=1,workers=4,elements=79510,row=4096,key=0x5e7e0002,group=239.83.0.1:40123,"
+            "policy=sync");
+  EXPECT_EQ(After(SwitchArgs(s, s.runs[0], 258, 1, 40123), "--job"),
+            "id=258,workers=4,elements=79510,row=4096,key=0x1,group=239.83.1.2:40123,policy=sync");
+  EXPECT_TRUE(s.group) << "on by default";
+}
+
 TEST(CommandsTest, SwitchFaultGoesToTheSwitch) {
   Scenario s = DefaultScenario();
   s.switch_fault = "drop=0.02,delay=0..20ms,seed=3,dir=both";

@@ -106,6 +106,7 @@ TEST(ScenarioTest, SetValueRefusesBadValuesNamingThem) {
       {"switch_fault", "loss=0.1", "unknown field 'loss'"},
       {"switch_fault", "delay=20ms..10ms", "MIN <= MAX"},
       {"switch_fault", "dir=up", "direction must be rx, tx or both"},
+      {"group", "yes", "--x 'yes': expected on or off"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(std::string(c.key) + "=" + c.value);
