@@ -125,9 +125,13 @@ class Transport {
   RttEstimator rtt_;
   ReorderWindow reorder_;
 
-  // Hands the `n` datagrams of `batch` to handle; true if it stopped early.
+  // Hands the `n` datagrams of `batch` to handle (only those from
+  // `only_from`, unless null); true if it stopped early. The group socket
+  // takes only the switch's datagrams: another switch's job of the same id
+  // and key whose group shares the address and port is not ours.
   template <typename Handler>
-  bool Dispatch(const net::RecvBatch& batch, size_t n, Handler& handle);
+  bool Dispatch(const net::RecvBatch& batch, size_t n, Handler& handle,
+                const proto::Endpoint* only_from = nullptr);
 };
 
 template <typename Handler>
@@ -153,14 +157,16 @@ Status Transport::Receive(SteadyClock::duration timeout, Handler&& handle) {
     Result<size_t> n = group_socket_.RecvQueued(&group_recv_);
     if (!n.ok()) return n.status();
     backlog_ = backlog_ || group_recv_.full();
-    Dispatch(group_recv_, *n, handle);
+    Dispatch(group_recv_, *n, handle, &switch_ep_);
   }
   return Status::Ok();
 }
 
 template <typename Handler>
-bool Transport::Dispatch(const net::RecvBatch& batch, size_t n, Handler& handle) {
+bool Transport::Dispatch(const net::RecvBatch& batch, size_t n, Handler& handle,
+                         const proto::Endpoint* only_from) {
   for (size_t i = 0; i < n; ++i) {
+    if (only_from != nullptr && !(batch.source(i) == *only_from)) continue;
     proto::PacketView v;
     auto data = batch.data(i);
     if (batch.truncated(i) ||

@@ -97,6 +97,50 @@ TEST(GroupLoop, OthersRowsThatComeThroughTheGroupAreNotRead) {
   EXPECT_EQ(c->stats().group_rows, 2u);
 }
 
+TEST(GroupLoop, GroupRowsFromAnotherSourceAreIgnored) {
+  // Another process sends rows of this job (same id and key) to the group:
+  // not the switch's, so rank 0 still READs rows 2-3 from its switch.
+  const proto::Endpoint group = TestGroup();
+  net::UdpSocketOptions o;
+  o.address = "127.0.0.1";
+  auto stranger = net::UdpSocket::Open(o);
+  ASSERT_TRUE(stranger.ok());
+  auto stranger_row = [&](uint32_t clock, uint32_t row) {
+    proto::Header h;
+    h.op = Op::kReadReply;
+    h.job = 1;
+    h.worker = 1;
+    h.key = kKey;
+    h.clock = clock;
+    h.row = row;
+    h.flags = proto::flags::kExact | proto::flags::kGroup;
+    const std::vector<int32_t> values(5, 99);
+    std::vector<uint8_t> bytes(proto::PacketSize(values.size()));
+    proto::Encode(h, values, bytes.data());
+    EXPECT_TRUE(stranger->SendTo(group, bytes).ok());
+  };
+  ReadLog log;
+  FakeSwitch sw(2, 20, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op == Op::kJoin) reply.JoinAckWithGroup(r, 4, kIncarnation, group);
+    if (r.header.op != Op::kRead) return;
+    log.Add(r);
+    if (r.header.row == 0) {
+      stranger_row(r.header.clock, 2);
+      stranger_row(r.header.clock, 3);
+    }
+    reply.GroupRow(group, r, r.header.worker, r.header.clock, r.header.row,
+                   static_cast<int32_t>(r.header.row) + 1);
+  });
+  auto c = Joined(sw, 0);
+  std::vector<int32_t> model(20);
+  ASSERT_TRUE(c->PullFixed(model).ok());
+  for (size_t i = 0; i < model.size(); ++i) EXPECT_EQ(model[i], static_cast<int32_t>(i / 5) + 1);
+  size_t others_read = 0;
+  for (const auto& e : log.Snapshot()) others_read += e.row >= 2 ? 1 : 0;
+  EXPECT_GE(others_read, 2u);
+  EXPECT_EQ(c->stats().group_rows, 0u);
+}
+
 TEST(GroupLoop, OthersRowsAreReadOnlyAfterTheOwnShareIsIn) {
   // Rank 0 of 2 whose peer never READs: the switch answers rank 0's share
   // 50 ms late; rows 2-3 are READ only after that, not with the first window.
