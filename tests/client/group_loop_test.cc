@@ -65,6 +65,16 @@ struct ReadLog {
   }
 };
 
+// A handler's common part: a JOIN gets a JOIN_ACK advertising `group`, a
+// READ is logged. True for a READ (the caller answers it).
+bool JoinedOrRead(const FakeSwitch::Request& r, FakeSwitch::Replier& reply,
+                  const proto::Endpoint& group, ReadLog* log) {
+  if (r.header.op == Op::kJoin) reply.JoinAckWithGroup(r, 4, kIncarnation, group);
+  if (r.header.op != Op::kRead) return false;
+  log->Add(r);
+  return true;
+}
+
 TEST(GroupLoop, OthersRowsThatComeThroughTheGroupAreNotRead) {
   // Rank 0 of 2, 4 rows: its share is rows 0-1. When it READs row 0 the
   // peer's READs of rows 2-3 are answered to the group too: rank 0 takes
@@ -72,9 +82,7 @@ TEST(GroupLoop, OthersRowsThatComeThroughTheGroupAreNotRead) {
   const proto::Endpoint group = TestGroup();
   ReadLog log;
   FakeSwitch sw(2, 20, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
-    if (r.header.op == Op::kJoin) reply.JoinAckWithGroup(r, 4, kIncarnation, group);
-    if (r.header.op != Op::kRead) return;
-    log.Add(r);
+    if (!JoinedOrRead(r, reply, group, &log)) return;
     if (r.header.row == 0) {
       reply.GroupRow(group, r, 1, r.header.clock, 2, 3);
       reply.GroupRow(group, r, 1, r.header.clock, 3, 4);
@@ -121,9 +129,7 @@ TEST(GroupLoop, GroupRowsFromAnotherSourceAreIgnored) {
   };
   ReadLog log;
   FakeSwitch sw(2, 20, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
-    if (r.header.op == Op::kJoin) reply.JoinAckWithGroup(r, 4, kIncarnation, group);
-    if (r.header.op != Op::kRead) return;
-    log.Add(r);
+    if (!JoinedOrRead(r, reply, group, &log)) return;
     if (r.header.row == 0) {
       stranger_row(r.header.clock, 2);
       stranger_row(r.header.clock, 3);
@@ -147,9 +153,7 @@ TEST(GroupLoop, OthersRowsAreReadOnlyAfterTheOwnShareIsIn) {
   const proto::Endpoint group = TestGroup();
   ReadLog log;
   FakeSwitch sw(2, 20, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
-    if (r.header.op == Op::kJoin) reply.JoinAckWithGroup(r, 4, kIncarnation, group);
-    if (r.header.op != Op::kRead) return;
-    log.Add(r);
+    if (!JoinedOrRead(r, reply, group, &log)) return;
     if (r.header.row == 1 && r.header.flags == proto::flags::kGroup) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
