@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
       "for a number of clocks; every pull is checked against the exact sum. Without --switch it\n"
       "starts its own serene-switch on a loopback port and prints its counters at the end.\n"
       "`serene-bench comm` compares Serene with Gloo's allreduce side by side (see comm --help)."};
-  std::string switch_addr, policy = "sync", fault, key_text = "0x5E4E";
+  std::string switch_addr, policy = "sync", fault, key_text = "0x5E4E", group = "on";
   uint32_t workers = 4, clocks = 200, row = 256, straggle_ms = 0, window = 128, job = 1;
   uint64_t elements = 100'000;
   std::vector<uint32_t> stragglers;
@@ -41,6 +41,9 @@ int main(int argc, char** argv) {
   app.add_option("--straggler", stragglers, "Ranks that sleep before each step");
   app.add_option("--straggle-ms", straggle_ms, "How long stragglers sleep per step (ms)");
   app.add_option("--window", window, "READs in flight per worker")->check(CLI::Range(1, 65536));
+  app.add_option("--group", group,
+                 "Give the started switch's job a reply group (IPv4 multicast on the loopback)")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_flag("--quiet-switch", quiet_switch, "Do not print the started switch's log");
   CLI::App* comm = serene::apps::AddBenchComm(&app);
   app.require_subcommand(0, 1);
@@ -68,10 +71,20 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<serene::loadgen::ChildProcess> sw;
   if (switch_addr.empty()) {
+    std::string group_spec;
+    if (group == "on") {
+      auto port = serene::loadgen::FreeUdpPort();
+      if (!port.ok()) {
+        fmt::print(stderr, "serene-bench: no free UDP port for the reply group: {}\n",
+                   port.status().message());
+        return 1;
+      }
+      group_spec = fmt::format(",group=239.83.{}.{}:{}", job >> 8, job & 0xFF, *port);
+    }
     std::vector<std::string> args = {
         "--bind", "127.0.0.1", "--port", "0", "--control", "off",
-        "--job", fmt::format("id={},workers={},elements={},row={},key={},policy={}", job, workers,
-                             elements, row, key, policy)};
+        "--job", fmt::format("id={},workers={},elements={},row={},key={}{},policy={}", job, workers,
+                             elements, row, key, group_spec, policy)};
     if (!fault.empty()) args.insert(args.end(), {"--fault", fault});
     const std::string binary = serene::loadgen::OwnBinaryDir() + "/serene-switch";
     sw = std::make_unique<serene::loadgen::ChildProcess>(binary, args);
