@@ -117,13 +117,13 @@ int RunBenchComm() {
   const uint32_t key = 0x5E4E;
   std::string group_spec;
   if (flags.group == "on") {
-    Result<uint16_t> port = loadgen::FreeUdpPort();
-    if (!port.ok()) {
+    Result<std::string> group = loadgen::LoopbackGroup(1);
+    if (!group.ok()) {
       fmt::print(stderr, "serene-bench comm: no free UDP port for the reply group: {}\n",
-                 port.status().message());
+                 group.status().message());
       return 1;
     }
-    group_spec = fmt::format(",group=239.83.0.1:{}", *port);
+    group_spec = ",group=" + *group;
   }
   const std::string binary = loadgen::OwnBinaryDir() + "/serene-switch";
   // The Gloo phases keep the switch silent for seconds on large vectors: no

@@ -73,13 +73,13 @@ int main(int argc, char** argv) {
   if (switch_addr.empty()) {
     std::string group_spec;
     if (group == "on") {
-      auto port = serene::loadgen::FreeUdpPort();
-      if (!port.ok()) {
+      auto g = serene::loadgen::LoopbackGroup(static_cast<uint16_t>(job));
+      if (!g.ok()) {
         fmt::print(stderr, "serene-bench: no free UDP port for the reply group: {}\n",
-                   port.status().message());
+                   g.status().message());
         return 1;
       }
-      group_spec = fmt::format(",group=239.83.{}.{}:{}", job >> 8, job & 0xFF, *port);
+      group_spec = ",group=" + *g;
     }
     std::vector<std::string> args = {
         "--bind", "127.0.0.1", "--port", "0", "--control", "off",

@@ -6,11 +6,11 @@
 
 namespace serene::client {
 
-void EarlyRows::Reset(const JobInfo& info) {
+void EarlyRows::Reset(const JobInfo& info, bool enabled) {
   row_width_ = info.row_width;
   elements_ = info.elements;
-  values_.assign(info.elements, 0);
-  clock_of_.assign(info.rows, kNone);
+  values_.assign(enabled ? info.elements : 0, 0);
+  clock_of_.assign(enabled ? info.rows : 0, kNone);
 }
 
 bool EarlyRows::Offer(const proto::PacketView& v) {

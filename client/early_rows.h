@@ -22,16 +22,20 @@ namespace serene::client {
 
 class EarlyRows {
  public:
-  // Sizes the store to the job and forgets every row (a new job geometry or
-  // incarnation: rows kept from before describe another model).
-  void Reset(const JobInfo& info);
+  // Forgets every row (a new job geometry or incarnation: rows kept from
+  // before describe another model) and sizes the store to the job, or to
+  // nothing when `enabled` is false (no group: no rows come early, and a
+  // large model need not be held twice).
+  void Reset(const JobInfo& info, bool enabled);
 
   // Keeps `v` if it is an exact group READ_REPLY of a row of the job with the
   // row's length. Returns whether it was kept.
   bool Offer(const proto::PacketView& v);
 
-  // Row `row` of `clock` was kept; REQUIRES row < rows.
-  bool Has(uint32_t row, uint32_t clock) const { return clock_of_[row] == clock && clock != kNone; }
+  // Row `row` of `clock` was kept.
+  bool Has(uint32_t row, uint32_t clock) const {
+    return row < clock_of_.size() && clock_of_[row] == clock && clock != kNone;
+  }
   // Its values; REQUIRES Has(row, clock).
   std::span<const int32_t> Row(uint32_t row) const;
 

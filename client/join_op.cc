@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "net/address.h"
+
 namespace serene::client {
 namespace {
 
@@ -30,10 +32,9 @@ JobInfo ParseJoinAck(const proto::PacketView& v) {
   info.incarnation = v.header.count > ja::kIncarnation ? u(ja::kIncarnation) : 0;
   info.waiting = (v.header.flags & proto::flags::kWaiting) != 0;
   if (v.header.count > ja::kGroupPort && u(ja::kGroupPort) != 0 && u(ja::kGroupPort) <= 0xFFFF) {
-    const uint32_t a = u(ja::kGroupAddress);
-    info.group = std::to_string(a >> 24) + "." + std::to_string(a >> 16 & 0xFF) + "." +
-                 std::to_string(a >> 8 & 0xFF) + "." + std::to_string(a & 0xFF) + ":" +
-                 std::to_string(u(ja::kGroupPort));
+    const proto::Endpoint group =
+        net::Ipv4Endpoint(u(ja::kGroupAddress), static_cast<uint16_t>(u(ja::kGroupPort)));
+    if (group.valid()) info.group = net::FormatEndpoint(group);
   }
   return info;
 }

@@ -63,11 +63,11 @@ Status UdpClient::Adopt(const JobInfo& ack) {
   }
   rank_.info = ack;
   transport_.SetJobShape(ack.workers, ack.elements);
-  // Rows kept from before this JOIN may be of another incarnation's model.
-  early_.Reset(ack);
   // Without the group every row is READ and answered to this rank: slower
   // on a host with several ranks, never wrong, so a failure is not fatal.
   if (options_.group && !ack.group.empty()) (void)transport_.OpenGroup(ack.group, ack.elements * 4);
+  // Rows kept from before this JOIN may be of another incarnation's model.
+  early_.Reset(ack, transport_.group_open());
   rank_.done = ack.done;
   rank_.pushed = false;
   rank_.joined = true;

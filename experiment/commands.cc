@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "loadgen/switch_launch.h"
 #include "train/model_layout.h"
 
 namespace serene::experiment {
@@ -11,8 +12,7 @@ std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job, u
   // A policy script's run starts under SYNC; its controller sets the rest.
   const std::string policy = IsPolicyScript(run.policy) ? "sync" : run.policy;
   const std::string group =
-      group_port == 0 ? std::string()
-                      : fmt::format(",group=239.83.{}.{}:{}", job >> 8, job & 0xFF, group_port);
+      group_port == 0 ? std::string() : ",group=" + loadgen::LoopbackGroup(job, group_port);
   return fmt::format("id={},workers={},elements={},row={},key={:#x}{},policy={}", job, s.workers,
                      train::ParameterCount(s.model), s.row, key, group, policy);
 }

@@ -43,4 +43,15 @@ Result<uint16_t> FreeUdpPort() {
   return sock->local().port;
 }
 
+std::string LoopbackGroup(uint16_t job, uint16_t port) {
+  return "239.83." + std::to_string(job >> 8) + "." + std::to_string(job & 0xFF) + ":" +
+         std::to_string(port);
+}
+
+Result<std::string> LoopbackGroup(uint16_t job) {
+  Result<uint16_t> port = FreeUdpPort();
+  if (!port.ok()) return port.status();
+  return LoopbackGroup(job, *port);
+}
+
 }  // namespace serene::loadgen

@@ -30,4 +30,10 @@ std::optional<std::string> WaitForControl(ChildProcess& sw,
 // an ephemeral bind), e.g. for a job's reply group.
 Result<uint16_t> FreeUdpPort();
 
+// The reply group the tools give job `job` on the loopback:
+// "239.83.<job / 256>.<job % 256>:<port>" (a job spec's group= value).
+std::string LoopbackGroup(uint16_t job, uint16_t port);
+// The same on a FreeUdpPort().
+Result<std::string> LoopbackGroup(uint16_t job);
+
 }  // namespace serene::loadgen

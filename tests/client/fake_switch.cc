@@ -49,8 +49,7 @@ void FakeSwitch::Replier::ReadReply(const Request& to, int32_t value) {
 void FakeSwitch::Replier::JoinAckWithGroup(const Request& to, uint32_t done,
                                             uint32_t incarnation, const proto::Endpoint& group) {
   auto i = [](uint32_t v) { return static_cast<int32_t>(v); };
-  const uint32_t address = uint32_t{group.addr[0]} << 24 | uint32_t{group.addr[1]} << 16 |
-                           uint32_t{group.addr[2]} << 8 | group.addr[3];
+  const uint32_t address = net::Ipv4Of(group);
   Send(to, proto::Op::kJoinAck, done, 0, 0,
        {i(sw_->workers_), i(sw_->elements_), i(sw_->row_width_), i(done), 0, 0, 0,
         i(sw_->rows()), 24, i(incarnation), i(address), i(group.port)});

@@ -182,11 +182,7 @@ TEST(GroupLoop, RowsOfTheNextClockThatComeEarlyAreTakenByItsPull) {
   const proto::Endpoint group = TestGroup();
   ReadLog log;
   FakeSwitch sw(2, 10, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
-    if (r.header.op == Op::kJoin) reply.JoinAckWithGroup(r, 4, kIncarnation, group);
-    if (r.header.op == Op::kRead) {
-      log.Add(r);
-      reply.ReadReply(r, 1);
-    }
+    if (JoinedOrRead(r, reply, group, &log)) reply.ReadReply(r, 1);
     if (r.header.op == Op::kClock && r.header.clock == 5) {
       reply.GroupRow(group, r, 0, 6, 0, 6);
       reply.GroupRow(group, r, 0, 6, 1, 7);
@@ -213,10 +209,8 @@ TEST(GroupLoop, AGroupThatDeliversNothingIsLeftAfterOnePull) {
   const proto::Endpoint group = TestGroup();
   ReadLog log;
   FakeSwitch sw(2, 10, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
-    if (r.header.op == Op::kJoin) reply.JoinAckWithGroup(r, 4, kIncarnation, group);
-    if (r.header.op == Op::kRead) {
-      log.Add(r);
-      if (!(r.header.flags & proto::flags::kGroup)) reply.ReadReply(r, 2);
+    if (JoinedOrRead(r, reply, group, &log) && !(r.header.flags & proto::flags::kGroup)) {
+      reply.ReadReply(r, 2);
     }
     if (r.header.op == Op::kClock) reply.Release(r, r.header.clock, r.header.clock, r.header.clock);
   });
