@@ -134,7 +134,10 @@ void PullOp::Got(uint32_t r, SteadyClock::time_point now) {
   ++got_;
   const uint32_t index = r >= first_row_ ? r - first_row_ : r + rows_ - first_row_;
   if (index < share_ && --own_left_ == 0 && foreign_at_ == SteadyClock::time_point::max()) {
-    foreign_at_ = now + (now - start_);
+    // As long again as the own share took, but no longer than a timeout: a
+    // share slowed by losses says nothing about the peers, and a rank that
+    // sends nothing for long is taken for dead (evicted).
+    foreign_at_ = now + std::min<SteadyClock::duration>(now - start_, t_.rtt().Rto(0));
   }
 }
 

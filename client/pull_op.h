@@ -24,8 +24,9 @@
 // not READ again. The rows are shared out: a rank READs its own share
 // (FirstRow(rank) up to the next rank's) first, and the others' rows only
 // if they have not come through the group once its own share is in and as
-// long again has passed (a peer that started late, or died, delays the pull
-// by at most that; a row asked for twice costs every rank a copy).
+// long again has passed, at most a retransmission timeout (a peer that
+// started late, or died, delays the pull by at most that; a row asked for
+// twice costs every rank a copy).
 // Retransmissions ask for a reply to this rank alone: a rank whose group
 // delivery fails still progresses. A group reply answering another rank
 // says nothing about this rank's round trip or ordering. An own reply that

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -173,6 +174,38 @@ TEST(GroupLoop, OthersRowsAreReadOnlyAfterTheOwnShareIsIn) {
   ASSERT_NE(first_other, Clock::time_point::max()) << "rows 2-3 were never READ";
   EXPECT_GE(first_other - first_own, std::chrono::milliseconds(50))
       << "the peer's rows were READ before the own share was in";
+}
+
+TEST(GroupLoop, AnOwnShareSlowedByLossDoesNotDelayTheOthersRowsAsLong) {
+  // Rank 0 of 2 whose peer has left: the switch loses rank 0's READs of row 1
+  // four times, so its own share takes the backoff (~0.3 s and more). The
+  // peer's rows are READ within a timeout after, not after as long again
+  // (which once kept a rank silent until it was evicted).
+  const proto::Endpoint group = TestGroup();
+  ReadLog log;
+  std::atomic<int> row1_reads{0};
+  std::atomic<int64_t> row1_answered_ns{0};
+  FakeSwitch sw(2, 20, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (!JoinedOrRead(r, reply, group, &log)) return;
+    if (r.header.row == 1) {
+      if (++row1_reads <= 4) return;
+      row1_answered_ns = Clock::now().time_since_epoch().count();
+    }
+    reply.ReadReply(r, 5);
+  });
+  auto c = Joined(sw, 0);
+  std::vector<int32_t> model(20);
+  ASSERT_TRUE(c->PullFixed(model).ok());
+  EXPECT_EQ(model, std::vector<int32_t>(20, 5));
+  Clock::time_point first_own = Clock::time_point::max(), first_other = first_own;
+  for (const auto& e : log.Snapshot()) {
+    auto& first = e.row < 2 ? first_own : first_other;
+    first = std::min(first, e.at);
+  }
+  ASSERT_NE(first_other, Clock::time_point::max());
+  const Clock::time_point own_in{Clock::duration(row1_answered_ns.load())};
+  EXPECT_LT(first_other - own_in, (own_in - first_own) / 2)
+      << "the peer's rows waited as long again as the lossy own share took";
 }
 
 TEST(GroupLoop, RowsOfTheNextClockThatComeEarlyAreTakenByItsPull) {
