@@ -11,7 +11,7 @@ namespace serene::net {
 namespace {
 
 constexpr std::string_view kSpecSyntax =
-    "expected drop=P,burst=N,dup=P,reorder=P,delay=D[..D],hold=D,seed=N,dir=rx|tx|both with P a "
+    "expected drop=P,burst=N,burst_gap=D,dup=P,reorder=P,delay=D[..D],hold=D,seed=N,dir=rx|tx|both with P a "
     "probability (0.05 or 5%) and D a duration (0, 250us, 2ms, 1s)";
 
 Status Bad(std::string_view spec, const std::string& why) {
@@ -75,6 +75,10 @@ Result<FaultSpec> FaultSpec::Parse(std::string_view text) {
       if (!ParseDuration(val, &spec.hold) || spec.hold == 0) {
         return Status::InvalidArgument(field + " is not a positive duration");
       }
+    } else if (key == "burst_gap") {
+      if (!ParseDuration(val, &spec.burst_gap) || spec.burst_gap == 0) {
+        return Status::InvalidArgument(field + " is not a positive duration");
+      }
     } else if (key == "burst") {
       uint32_t n = 0;
       auto [ptr, ec] = std::from_chars(val.data(), val.data() + val.size(), n);
@@ -118,7 +122,9 @@ std::string FaultSpec::ToString() const {
     auto [ptr, ec] = std::to_chars(buf, buf + sizeof(buf), p);
     return std::string(buf, ec == std::errc() ? ptr : buf);
   };
-  return "drop=" + prob(drop) + (burst > 1 ? ",burst=" + std::to_string(burst) : "") +
+  return "drop=" + prob(drop) +
+         (burst > 1 ? ",burst=" + std::to_string(burst) + ",burst_gap=" + FormatDuration(burst_gap)
+                    : "") +
          ",dup=" + prob(duplicate) + ",reorder=" + prob(reorder) + ",delay=" + delay +
          ",hold=" + FormatDuration(hold) + ",seed=" + std::to_string(seed) + ",dir=" + dir;
 }
@@ -177,6 +183,9 @@ void FaultInjector::Enqueue(Datagram d, int copies) {
 
 void FaultInjector::Push(const proto::Endpoint& peer, std::span<const uint8_t> data, Nanos now) {
   ++counters_.offered;
+  // A quiet port ends a burst (the header).
+  if (burst_left_ > 0 && now - last_offered_ > spec_.burst_gap) burst_left_ = 0;
+  last_offered_ = now;
   if (burst_left_ > 0) {
     --burst_left_;
     ++counters_.dropped;

@@ -12,7 +12,12 @@
 // Fates, drawn per datagram in this order (each from the generator):
 //   drop      with probability `drop` the datagram is lost — and with
 //             burst=N so are the N-1 datagrams after it, with no draws (a
-//             lost GSO train, or a burst on a congested link);
+//             lost GSO train, or a burst on a congested link) — unless the
+//             port goes quiet first: a datagram that arrives more than
+//             `burst_gap` after the previous one ends the burst and is drawn
+//             afresh (a burst is a congestion episode; on a quiet port N
+//             datagrams could take seconds, a partition, which is another
+//             fault);
 //   duplicate with probability `duplicate` it is delivered twice;
 //   reorder   with probability `reorder` it is held and delivered right after
 //             the next datagram (a swap of neighbours); if none comes within
@@ -55,6 +60,7 @@ struct FaultSpec {
   Nanos delay_max = 0;      // ns, >= delay_min
   Nanos hold = 10'000'000;  // ns a reordered datagram waits for a successor (10 ms)
   uint32_t burst = 1;       // datagrams one drop loses, 1..1024
+  Nanos burst_gap = 10'000'000;  // ns of quiet that ends a burst (10 ms)
   uint64_t seed = 1;
   FaultDirection direction = FaultDirection::kRx;
 
@@ -64,7 +70,7 @@ struct FaultSpec {
   bool applies_to_rx() const { return enabled() && (static_cast<int>(direction) & 1) != 0; }
   bool applies_to_tx() const { return enabled() && (static_cast<int>(direction) & 2) != 0; }
 
-  // Parses "drop=P,burst=N,dup=P,reorder=P,delay=D[..D],hold=D,seed=N,dir=rx|tx|both".
+  // Parses "drop=P,burst=N,burst_gap=D,dup=P,reorder=P,delay=D[..D],hold=D,seed=N,dir=rx|tx|both".
   // P is a probability (0.05 or 5%), D a duration with a unit (0, 250us, 2ms,
   // 1s). Every field is optional; "" and "none" give the disabled spec.
   static Result<FaultSpec> Parse(std::string_view text);
@@ -135,6 +141,7 @@ class FaultInjector {
   std::vector<std::vector<uint8_t>> free_;  // recycled buffers
   uint64_t next_seq_ = 0;
   uint32_t burst_left_ = 0;  // datagrams the current burst still drops
+  Nanos last_offered_ = 0;   // when the previous datagram was pushed
   FaultCounters counters_;
 };
 

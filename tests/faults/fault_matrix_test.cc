@@ -129,7 +129,8 @@ std::vector<FaultCase> ReportedCases() {
 
 // Whole GSO trains lost: the switch's replies and the ranks' pushes leave in
 // trains of up to 64 rows, and a lost train is 64 consecutive rows gone at
-// once (burst=64 drops a datagram and the 63 after it). 50,000 elements are
+// once (burst=64 drops a datagram and the 63 after it, unless the port goes
+// quiet for 10 ms first: a burst, not a partition). 50,000 elements are
 // 196 rows (the last one short, 80 values), so a pull or a push is three full
 // trains and a short one.
 std::vector<FaultCase> TrainCases() {

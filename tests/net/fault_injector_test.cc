@@ -95,6 +95,7 @@ TEST(FaultSpecTest, RefusesBadValuesNamingThem) {
       {"jitter=1ms", "jitter"},     {"drop", "'drop' is not key=value"},
       {"delay=1h", "delay=1h"},     {"burst=0", "burst=0"},
       {"burst=2000", "burst=2000"}, {"burst=x", "burst=x"},
+      {"burst_gap=0", "burst_gap=0"}, {"burst_gap=5", "burst_gap=5"},
   };
   for (const Case& c : cases) {
     auto s = FaultSpec::Parse(c.spec);
@@ -107,7 +108,8 @@ TEST(FaultSpecTest, RefusesBadValuesNamingThem) {
 
 TEST(FaultSpecTest, ToStringRoundTrips) {
   FaultSpec s =
-      SpecOrDie("drop=0.25,burst=4,dup=0.125,reorder=0.5,delay=1ms..3ms,hold=7ms,seed=9,dir=tx");
+      SpecOrDie("drop=0.25,burst=4,burst_gap=3ms,dup=0.125,reorder=0.5,delay=1ms..3ms,hold=7ms,"
+                "seed=9,dir=tx");
   FaultSpec t = SpecOrDie(s.ToString().c_str());
   EXPECT_DOUBLE_EQ(t.drop, s.drop);
   EXPECT_DOUBLE_EQ(t.duplicate, s.duplicate);
@@ -118,6 +120,7 @@ TEST(FaultSpecTest, ToStringRoundTrips) {
   EXPECT_EQ(t.seed, s.seed);
   EXPECT_EQ(t.direction, s.direction);
   EXPECT_EQ(t.burst, 4u);
+  EXPECT_EQ(t.burst_gap, 3'000'000u);
   // A burst of 1 (the default) is left out, so older specs print as before.
   EXPECT_EQ(SpecOrDie("drop=0.5").ToString().find("burst"), std::string::npos);
 }
@@ -184,6 +187,24 @@ TEST(FaultInjectorTest, ABurstDropLosesRunsOfConsecutiveDatagrams) {
   EXPECT_EQ(c.dropped, bursts * 64 + (kN - expect));
   // Each surviving datagram draws once: ~1 % of them start a burst.
   EXPECT_NEAR(static_cast<double>(bursts), 0.01 * static_cast<double>(out.size()), 100);
+}
+
+// A burst is an episode on a busy port: on a quiet one (a rank retransmitting
+// a LEAVE once a second) 64 datagrams would take a minute, a partition.
+TEST(FaultInjectorTest, AQuietPortEndsABurst) {
+  constexpr uint32_t kN = 10'000;
+  auto dropped_at_spacing = [](Nanos spacing) {
+    FaultInjector inj(SpecOrDie("drop=0.5,burst=64,burst_gap=1ms,seed=5"));
+    for (uint32_t i = 0; i < kN; ++i) inj.Push(Peer(1), Bytes(i), Nanos{i} * spacing);
+    return static_cast<double>(inj.counters().dropped);
+  };
+  // 1 us apart (busy): nearly everything falls in some burst of 64.
+  EXPECT_GT(dropped_at_spacing(1'000), 0.95 * kN);
+  // 2 ms apart (quiet): each datagram ends the burst before it and draws
+  // afresh, so about half are lost (sd 50).
+  EXPECT_NEAR(dropped_at_spacing(2'000'000), 0.5 * kN, 300);
+  // Exactly the gap apart is not quiet yet.
+  EXPECT_GT(dropped_at_spacing(1'000'000), 0.95 * kN);
 }
 
 TEST(FaultInjectorTest, DuplicatesAreDeliveredTwiceBackToBack) {
