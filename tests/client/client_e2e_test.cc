@@ -1,7 +1,6 @@
 // End to end: worker clients (one thread and one UDP socket each) against the
 // real serene-switch process on loopback.
 #include <gtest/gtest.h>
-
 #include <signal.h>
 
 #include <atomic>
@@ -11,27 +10,21 @@
 #include <mutex>
 #include <thread>
 
+#include "e2e_job.h"
 #include "serene/client.h"
 #include "testing/switch_process.h"
 
 namespace serene {
 namespace {
 
+using testing::ExpectedModels;
+using testing::RankLog;
+using testing::RunJob;
 using testing::SwitchProcess;
+using testing::Update;
+using testing::UpdateVector;
 
 constexpr uint32_t kKey = 0x5EED;
-
-// The update rank w pushes at clock c (clock 0: rank 0's initial model).
-float Update(uint32_t w, uint32_t c, size_t i) {
-  if (c == 0) return static_cast<float>(std::sin(0.001 * static_cast<double>(i)));
-  return static_cast<float>(0.01 * std::sin(7.0 * w + 13.0 * c + 0.01 * static_cast<double>(i)));
-}
-
-std::vector<float> UpdateVector(uint32_t w, uint32_t c, size_t n) {
-  std::vector<float> u(n);
-  for (size_t i = 0; i < n; ++i) u[i] = Update(w, c, i);
-  return u;
-}
 
 ClientOptions Options(const SwitchProcess& sw, uint32_t rank, uint32_t world) {
   ClientOptions o;
@@ -44,76 +37,11 @@ ClientOptions Options(const SwitchProcess& sw, uint32_t rank, uint32_t world) {
   return o;
 }
 
-// What one rank saw.
-struct RankLog {
-  Status status;
-  std::vector<std::vector<int32_t>> pulls;  // fixed-point model at clocks 1..C+1
-  std::vector<ClockResult> releases;        // clocks 1..C
-  ClientStats stats;
-};
-
-// Runs `world` ranks for `clocks` clocks; `before_step(rank, clock)` runs
-// before each step (to slow or block a rank).
-std::vector<RankLog> RunJob(const SwitchProcess& sw, uint32_t world, size_t elements,
-                            uint32_t clocks,
-                            std::function<void(uint32_t, uint32_t)> before_step = nullptr) {
-  std::vector<RankLog> logs(world);
-  std::vector<std::thread> threads;
-  for (uint32_t rank = 0; rank < world; ++rank) {
-    threads.emplace_back([&, rank] {
-      RankLog& log = logs[rank];
-      auto connected = Client::Connect(Options(sw, rank, world));
-      if (!connected.ok()) {
-        log.status = connected.status();
-        return;
-      }
-      Client& c = **connected;
-      auto info = c.Join();
-      if (!info.ok()) {
-        log.status = info.status();
-        return;
-      }
-      std::vector<float> model = UpdateVector(0, 0, elements);
-      log.status = c.Initialize(model);
-      std::vector<int32_t> fixed(elements);
-      for (uint32_t clock = 1; clock <= clocks && log.status.ok(); ++clock) {
-        if (before_step) before_step(rank, clock);
-        log.status = c.PullFixed(fixed);
-        if (!log.status.ok()) break;
-        log.pulls.push_back(fixed);
-        log.status = c.Push(UpdateVector(rank, clock, elements));
-        if (!log.status.ok()) break;
-        auto released = c.Clock();
-        if (!released.ok()) {
-          log.status = released.status();
-          break;
-        }
-        log.releases.push_back(*released);
-      }
-      if (log.status.ok()) log.status = c.PullFixed(fixed);
-      if (log.status.ok()) log.pulls.push_back(fixed);
-      log.stats = c.stats();
-    });
-  }
-  for (auto& t : threads) t.join();
-  return logs;
-}
-
-// The exact fixed-point model at each clock 1..C+1, computed independently.
-std::vector<std::vector<int32_t>> ExpectedModels(uint32_t world, size_t elements,
-                                                 uint32_t clocks, uint32_t scale_log2) {
-  std::vector<std::vector<int32_t>> models;
-  std::vector<int32_t> acc(elements), q(elements);
-  EXPECT_TRUE(Quantize(UpdateVector(0, 0, elements), scale_log2, acc).ok());
-  models.push_back(acc);
-  for (uint32_t c = 1; c <= clocks; ++c) {
-    for (uint32_t w = 0; w < world; ++w) {
-      EXPECT_TRUE(Quantize(UpdateVector(w, c, elements), scale_log2, q).ok());
-      for (size_t i = 0; i < elements; ++i) acc[i] += q[i];
-    }
-    models.push_back(acc);
-  }
-  return models;
+// The options of ranks 0..world-1.
+std::vector<ClientOptions> Ranks(const SwitchProcess& sw, uint32_t world) {
+  std::vector<ClientOptions> ranks;
+  for (uint32_t r = 0; r < world; ++r) ranks.push_back(Options(sw, r, world));
+  return ranks;
 }
 
 TEST(ClientE2E, SyncPullsAreExactSumsAndIdenticalOnEveryRank) {
@@ -121,7 +49,7 @@ TEST(ClientE2E, SyncPullsAreExactSumsAndIdenticalOnEveryRank) {
   constexpr size_t kElements = 10'000;  // 40 rows of 256, the last one short
   SwitchProcess sw({"--job", "id=1,workers=4,elements=10000,key=0x5EED,policy=sync"});
   ASSERT_TRUE(sw.ok()) << sw.output();
-  auto logs = RunJob(sw, kWorld, kElements, kClocks);
+  auto logs = RunJob(Ranks(sw, kWorld), kElements, kClocks);
   const auto expected = ExpectedModels(kWorld, kElements, kClocks, 24);
   for (uint32_t r = 0; r < kWorld; ++r) {
     ASSERT_TRUE(logs[r].status.ok()) << "rank " << r << ": " << logs[r].status.message();
@@ -139,8 +67,8 @@ TEST(ClientE2E, SyncPullsAreExactSumsAndIdenticalOnEveryRank) {
     for (uint32_t c = 1; c <= kClocks; ++c) {
       for (uint32_t w = 0; w < kWorld; ++w) exact += Update(w, c, i);
     }
-    const double bound = (1 + kWorld * kClocks) * std::ldexp(1.0, -25) +
-                         std::abs(exact) * std::ldexp(1.0, -24);
+    const double bound =
+        (1 + kWorld * kClocks) * std::ldexp(1.0, -25) + std::abs(exact) * std::ldexp(1.0, -24);
     ASSERT_LE(std::abs(model[i] - exact), bound) << "element " << i;
   }
 }
@@ -153,13 +81,12 @@ TEST(ClientE2E, FaultInjectionGivesBitIdenticalTables) {
   {
     SwitchProcess sw({"--job", job});
     ASSERT_TRUE(sw.ok()) << sw.output();
-    clean = RunJob(sw, kWorld, kElements, kClocks);
+    clean = RunJob(Ranks(sw, kWorld), kElements, kClocks);
   }
   {
-    SwitchProcess sw(
-        {"--job", job, "--fault", "drop=0.05,dup=0.05,reorder=0.05,seed=7,dir=both"});
+    SwitchProcess sw({"--job", job, "--fault", "drop=0.05,dup=0.05,reorder=0.05,seed=7,dir=both"});
     ASSERT_TRUE(sw.ok()) << sw.output();
-    faulty = RunJob(sw, kWorld, kElements, kClocks);
+    faulty = RunJob(Ranks(sw, kWorld), kElements, kClocks);
   }
   uint64_t recovered = 0;
   for (uint32_t r = 0; r < kWorld; ++r) {
@@ -179,7 +106,7 @@ TEST(ClientE2E, SspKeepsFastRanksWithinTheWindow) {
   constexpr uint32_t kWorld = 3, kClocks = 30, kW = 3;
   SwitchProcess sw({"--job", "id=1,workers=3,elements=2000,key=0x5EED,policy=ssp:3"});
   ASSERT_TRUE(sw.ok()) << sw.output();
-  auto logs = RunJob(sw, kWorld, 2000, kClocks, [](uint32_t rank, uint32_t) {
+  auto logs = RunJob(Ranks(sw, kWorld), 2000, kClocks, [](uint32_t rank, uint32_t) {
     if (rank == 2) std::this_thread::sleep_for(std::chrono::milliseconds(15));
   });
   int64_t max_lead = 0;
@@ -187,8 +114,8 @@ TEST(ClientE2E, SspKeepsFastRanksWithinTheWindow) {
     ASSERT_TRUE(logs[r].status.ok()) << logs[r].status.message();
     for (const auto& rel : logs[r].releases) {
       const int64_t lead = static_cast<int32_t>(rel.clock - rel.low);
-      ASSERT_LE(lead, int64_t{kW}) << "rank " << r << " released at clock " << rel.clock
-                                   << " with low " << rel.low;
+      ASSERT_LE(lead, int64_t{kW})
+          << "rank " << r << " released at clock " << rel.clock << " with low " << rel.low;
       max_lead = std::max(max_lead, lead);
     }
   }
@@ -203,17 +130,18 @@ TEST(ClientE2E, AsyncNeverBlocksOnAStoppedRank) {
   std::mutex mu;
   std::condition_variable cv;
   int fast_done = 0;
-  std::vector<RankLog> logs = RunJob(sw, kWorld, 2000, kClocks, [&](uint32_t rank, uint32_t clock) {
-    std::unique_lock lock(mu);
-    if (rank == 2 && clock == 1) {
-      ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return fast_done == 2; }))
-          << "ASYNC blocked the fast ranks";
-    }
-    if (rank != 2 && clock == kClocks) {
-      ++fast_done;
-      cv.notify_all();
-    }
-  });
+  std::vector<RankLog> logs =
+      RunJob(Ranks(sw, kWorld), 2000, kClocks, [&](uint32_t rank, uint32_t clock) {
+        std::unique_lock lock(mu);
+        if (rank == 2 && clock == 1) {
+          ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return fast_done == 2; }))
+              << "ASYNC blocked the fast ranks";
+        }
+        if (rank != 2 && clock == kClocks) {
+          ++fast_done;
+          cv.notify_all();
+        }
+      });
   for (uint32_t r = 0; r < kWorld; ++r) {
     ASSERT_TRUE(logs[r].status.ok()) << logs[r].status.message();
   }

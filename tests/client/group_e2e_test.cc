@@ -3,11 +3,11 @@
 // multicast address on the loopback.
 #include <gtest/gtest.h>
 
-#include <cmath>
+#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "e2e_job.h"
 #include "loadgen/switch_launch.h"
 #include "serene/client.h"
 #include "testing/switch_process.h"
@@ -15,87 +15,28 @@
 namespace serene {
 namespace {
 
+using testing::ExpectedModels;
+using testing::RankLog;
+using testing::RunJob;
 using testing::SwitchProcess;
 
 constexpr uint32_t kKey = 0x5EED;
 
-std::vector<float> UpdateVector(uint32_t w, uint32_t c, size_t n) {
-  std::vector<float> u(n);
-  for (size_t i = 0; i < n; ++i) {
-    const double x = c == 0 ? std::sin(0.001 * static_cast<double>(i))
-                            : 0.01 * std::sin(7.0 * w + 13.0 * c + 0.01 * static_cast<double>(i));
-    u[i] = static_cast<float>(x);
-  }
-  return u;
-}
-
-// The exact fixed-point model at clocks 1..C+1 of `world` ranks.
-std::vector<std::vector<int32_t>> ExpectedModels(uint32_t world, size_t elements, uint32_t clocks) {
-  std::vector<std::vector<int32_t>> models;
-  std::vector<int32_t> acc(elements), q(elements);
-  EXPECT_TRUE(Quantize(UpdateVector(0, 0, elements), 24, acc).ok());
-  models.push_back(acc);
-  for (uint32_t c = 1; c <= clocks; ++c) {
-    for (uint32_t w = 0; w < world; ++w) {
-      EXPECT_TRUE(Quantize(UpdateVector(w, c, elements), 24, q).ok());
-      for (size_t i = 0; i < elements; ++i) acc[i] += q[i];
-    }
-    models.push_back(acc);
-  }
-  return models;
-}
-
-struct RankLog {
-  Status status;
-  JobInfo info;
-  std::vector<std::vector<int32_t>> pulls;  // clocks 1..C+1
-  ClientStats stats;
-};
-
-// `world` ranks for `clocks` clocks; rank r subscribes to the group iff
-// group_on[r].
-std::vector<RankLog> RunJob(const SwitchProcess& sw, uint32_t world, size_t elements,
-                            uint32_t clocks, const std::vector<bool>& group_on) {
-  std::vector<RankLog> logs(world);
-  std::vector<std::thread> threads;
+// Ranks 0..world-1, all subscribed to the group but `unsubscribed`.
+std::vector<ClientOptions> Ranks(const SwitchProcess& sw, uint32_t world,
+                                 std::optional<uint32_t> unsubscribed = std::nullopt) {
+  std::vector<ClientOptions> ranks;
   for (uint32_t rank = 0; rank < world; ++rank) {
-    threads.emplace_back([&, rank] {
-      RankLog& log = logs[rank];
-      ClientOptions o;
-      o.switch_address = sw.address();
-      o.key = kKey;
-      o.rank = rank;
-      o.world_size = world;
-      o.deadline = std::chrono::seconds(20);
-      o.group = group_on[rank];
-      auto connected = Client::Connect(o);
-      if (!connected.ok()) {
-        log.status = connected.status();
-        return;
-      }
-      Client& c = **connected;
-      auto info = c.Join();
-      if (!info.ok()) {
-        log.status = info.status();
-        return;
-      }
-      log.info = *info;
-      std::vector<float> model = UpdateVector(0, 0, elements);
-      log.status = c.Initialize(model);
-      std::vector<int32_t> fixed(elements);
-      for (uint32_t clock = 1; clock <= clocks + 1 && log.status.ok(); ++clock) {
-        log.status = c.PullFixed(fixed);
-        if (!log.status.ok()) break;
-        log.pulls.push_back(fixed);
-        if (clock > clocks) break;
-        log.status = c.Push(UpdateVector(rank, clock, elements));
-        if (log.status.ok()) log.status = c.Clock().status();
-      }
-      log.stats = c.stats();
-    });
+    ClientOptions o;
+    o.switch_address = sw.address();
+    o.key = kKey;
+    o.rank = rank;
+    o.world_size = world;
+    o.deadline = std::chrono::seconds(20);
+    o.group = rank != unsubscribed;
+    ranks.push_back(o);
   }
-  for (auto& t : threads) t.join();
-  return logs;
+  return ranks;
 }
 
 std::string GroupSpec() {
@@ -121,7 +62,7 @@ TEST(GroupE2E, JoinAckAdvertisesTheGroupAndSyncPullsComeThroughIt) {
   const std::string group = GroupSpec();
   SwitchProcess sw({"--job", "id=1,workers=4,elements=10000,key=0x5EED,policy=sync," + group});
   ASSERT_TRUE(sw.ok()) << sw.output();
-  auto logs = RunJob(sw, kWorld, kElements, kClocks, {true, true, true, true});
+  auto logs = RunJob(Ranks(sw, kWorld), kElements, kClocks);
   ExpectExact(logs, kElements, kClocks);
   uint64_t group_rows = 0;
   for (const auto& log : logs) {
@@ -138,7 +79,7 @@ TEST(GroupE2E, ARankThatDoesNotSubscribeStillPullsEveryRow) {
   constexpr size_t kElements = 3'000;
   SwitchProcess sw({"--job", "id=1,workers=3,elements=3000,key=0x5EED,policy=sync," + GroupSpec()});
   ASSERT_TRUE(sw.ok()) << sw.output();
-  auto logs = RunJob(sw, kWorld, kElements, kClocks, {false, true, true});
+  auto logs = RunJob(Ranks(sw, kWorld, 0), kElements, kClocks);
   ExpectExact(logs, kElements, kClocks);
   EXPECT_EQ(logs[0].stats.group_rows, 0u) << "rank 0 did not subscribe";
 }
@@ -151,7 +92,7 @@ TEST(GroupE2E, LossDuplicationAndReorderingOfGroupRepliesGiveBitIdenticalPulls) 
     SwitchProcess sw({"--job", "id=1,workers=4,elements=5000,key=0x5EED,policy=sync," + GroupSpec(),
                       "--fault", fault});
     ASSERT_TRUE(sw.ok()) << sw.output();
-    auto logs = RunJob(sw, kWorld, kElements, kClocks, {true, true, true, true});
+    auto logs = RunJob(Ranks(sw, kWorld), kElements, kClocks);
     SCOPED_TRACE(fault);
     ExpectExact(logs, kElements, kClocks);
     uint64_t recovered = 0;
@@ -167,7 +108,7 @@ TEST(GroupE2E, RowsThatAreNotExactAreAnsweredToTheRankAlone) {
   SwitchProcess sw(
       {"--job", "id=1,workers=3,elements=2000,key=0x5EED,policy=ssp:2," + GroupSpec()});
   ASSERT_TRUE(sw.ok()) << sw.output();
-  auto logs = RunJob(sw, kWorld, 2000, kClocks, {true, true, true});
+  auto logs = RunJob(Ranks(sw, kWorld), 2000, kClocks);
   for (size_t r = 0; r < logs.size(); ++r) {
     ASSERT_TRUE(logs[r].status.ok()) << "rank " << r << ": " << logs[r].status.message();
     EXPECT_EQ(logs[r].pulls.size(), kClocks + 1);
