@@ -46,7 +46,8 @@ CLI::App* AddBenchComm(CLI::App* app) {
   comm->add_option("--workers,-n", flags.workers, "Worker processes")->check(CLI::Range(1, 256));
   comm->add_option("--elements,-e", flags.elements, "Vector length (int32 values)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
-  comm->add_option("--row", flags.row, "Values per Serene row (per datagram); 256 fits a 1500-byte MTU")
+  comm->add_option("--row", flags.row,
+                   "Values per Serene row (per datagram); 256 fits a 1500-byte MTU")
       ->check(CLI::Range(1, 16368));
   comm->add_option("--iters,-i", flags.iters, "Measured iterations")->check(CLI::Range(1, 1 << 20));
   comm->add_option("--warmup", flags.warmup, "Iterations run before measuring")
@@ -74,10 +75,10 @@ CLI::App* AddBenchComm(CLI::App* app) {
 }
 
 int RunBenchComm() {
-  auto algorithms = flags.algorithms == "none"
-                        ? Result<std::vector<collective::GlooAlgorithm>>(
-                              std::vector<collective::GlooAlgorithm>{})
-                        : collective::ParseGlooAlgorithms(flags.algorithms);
+  auto algorithms =
+      flags.algorithms == "none"
+          ? Result<std::vector<collective::GlooAlgorithm>>(std::vector<collective::GlooAlgorithm>{})
+          : collective::ParseGlooAlgorithms(flags.algorithms);
   if (!algorithms.ok()) {
     fmt::print(stderr, "serene-bench comm: --gloo: {}\n", algorithms.status().message());
     return 2;
@@ -87,8 +88,8 @@ int RunBenchComm() {
   // wrong sums for worker counts that are not powers of two: "all" leaves it
   // out, asking for it is refused.
   {
-    auto bcube = std::find(algorithms->begin(), algorithms->end(),
-                           collective::GlooAlgorithm::kBcube);
+    auto bcube =
+        std::find(algorithms->begin(), algorithms->end(), collective::GlooAlgorithm::kBcube);
     if (bcube != algorithms->end()) {
       if (flags.algorithms != "all") {
         fmt::print(stderr,
@@ -129,11 +130,20 @@ int RunBenchComm() {
   // The Gloo phases keep the switch silent for seconds on large vectors: no
   // eviction in between.
   std::vector<std::string> switch_args = {
-      "--bind", "127.0.0.1", "--port", "0", "--control", "off",
-      "--threads", std::to_string(flags.switch_threads), "--offload", flags.offload,
-      "--job", fmt::format("id=1,workers={},elements={},row={},key={},policy=sync,"
-                           "evict_after=3600s{}",
-                           flags.workers, flags.elements, flags.row, key, group_spec)};
+      "--bind",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--control",
+      "off",
+      "--threads",
+      std::to_string(flags.switch_threads),
+      "--offload",
+      flags.offload,
+      "--job",
+      fmt::format("id=1,workers={},elements={},row={},key={},policy=sync,"
+                  "evict_after=3600s{}",
+                  flags.workers, flags.elements, flags.row, key, group_spec)};
   switch_args.insert(switch_args.end(), flags.switch_args.begin(), flags.switch_args.end());
   loadgen::ChildProcess sw(binary, switch_args);
   auto listening = loadgen::WaitForListening(sw);
@@ -154,11 +164,12 @@ int RunBenchComm() {
   plan.iters = flags.iters;
   plan.algorithms = *algorithms;
   plan.rendezvous_dir = rendezvous;
-  fmt::print("serene-bench comm: {} workers, {} int32 elements, Serene rows of {} ({} rows), "
-             "{} + {} iterations, switch {} ({} thread{}), offload {}\n",
-             flags.workers, flags.elements, flags.row,
-             (flags.elements + flags.row - 1) / flags.row, flags.warmup, flags.iters, *listening,
-             flags.switch_threads, flags.switch_threads == 1 ? "" : "s", flags.offload);
+  fmt::print(
+      "serene-bench comm: {} workers, {} int32 elements, Serene rows of {} ({} rows), "
+      "{} + {} iterations, switch {} ({} thread{}), offload {}\n",
+      flags.workers, flags.elements, flags.row, (flags.elements + flags.row - 1) / flags.row,
+      flags.warmup, flags.iters, *listening, flags.switch_threads,
+      flags.switch_threads == 1 ? "" : "s", flags.offload);
   std::fflush(stdout);
 
   const double cpu_before = sw.CpuSeconds();
@@ -209,22 +220,33 @@ int RunBenchComm() {
   for (size_t i = 2; i < series.size(); ++i) {
     if (series[i].median_ms < series[best].median_ms) best = i;
   }
-  fmt::print("\n{:<24} {:>10} {:>10} {:>10} {:>8}\n", "per iteration", "median ms", "p10 ms",
-             "p90 ms", "/ serene");
-  for (const auto& s : series) {
-    fmt::print("{:<24} {:>10.3f} {:>10.3f} {:>10.3f} {:>8.2f}\n", s.name, s.median_ms, s.p10_ms,
-               s.p90_ms, s.median_ms / series[0].median_ms);
-  }
   const uint32_t clocks = flags.warmup + flags.iters;
+  // CPU of an iteration, all processes: the ranks' in the timed phase and,
+  // for Serene, the switch's (its whole run over the iterations: it idles
+  // through the Gloo phases).
+  const double switch_cpu_ms = 1e3 * switch_cpu / clocks;
+  auto cpu_of = [&](size_t i) { return series[i].cpu_ms + (i == 0 ? switch_cpu_ms : 0.0); };
+  fmt::print("\n{:<24} {:>10} {:>10} {:>10} {:>8} {:>10}\n", "per iteration", "median ms", "p10 ms",
+             "p90 ms", "/ serene", "CPU ms");
+  for (size_t i = 0; i < series.size(); ++i) {
+    const auto& s = series[i];
+    fmt::print("{:<24} {:>10.3f} {:>10.3f} {:>10.3f} {:>8.2f} {:>10.3f}\n", s.name, s.median_ms,
+               s.p10_ms, s.p90_ms, s.median_ms / series[0].median_ms, cpu_of(i));
+  }
+  fmt::print(
+      "(CPU ms: all processes' CPU time in one iteration, median; Serene's is the ranks' "
+      "{:.3f} + the switch's {:.3f})\n",
+      series[0].cpu_ms, switch_cpu_ms);
   // A re-sent CLOCK is mostly a rank waiting at the barrier for a slower one
   // (it re-sends so that a lost RELEASE is recovered), not a loss.
-  fmt::print("\n{} results checked, all exact; Serene: {} READs re-sent, {} NACKs, {} CLOCKs "
-             "re-sent while waiting at the barrier, {:.1f} % of rows through the reply group; "
-             "switch CPU {:.3f} ms per iteration (over the whole run, Gloo phases idle)\n",
-             checks, re_reads, nacks, re_clocks,
-             100.0 * static_cast<double>(group_rows) /
-                 (static_cast<double>(clocks) * flags.workers * plan_rows),
-             1e3 * switch_cpu / clocks);
+  fmt::print(
+      "\n{} results checked, all exact; Serene: {} READs re-sent, {} NACKs, {} CLOCKs "
+      "re-sent while waiting at the barrier, {:.1f} % of rows through the reply group; "
+      "switch CPU {:.3f} ms per iteration (over the whole run, Gloo phases idle)\n",
+      checks, re_reads, nacks, re_clocks,
+      100.0 * static_cast<double>(group_rows) /
+          (static_cast<double>(clocks) * flags.workers * plan_rows),
+      switch_cpu_ms);
   if (series.size() < 2) {
     fmt::print("{{\"workers\":{},\"elements\":{},\"row\":{},\"serene_ms\":{:.4f}}}\n",
                flags.workers, flags.elements, flags.row, series[0].median_ms);
@@ -235,12 +257,15 @@ int RunBenchComm() {
     each += fmt::format("{}\"{}\":{:.4f}", i == 1 ? "" : ",", series[i].name.substr(5),
                         series[i].median_ms);
   }
-  fmt::print("{{\"workers\":{},\"elements\":{},\"row\":{},\"serene_ms\":{:.4f},\"gloo_ms\":{:.4f},"
-             "\"serene_over_gloo\":{:.4f},\"gloo_algorithm\":\"{}\",\"read_retransmits\":{},\"nacks\":{},\"clock_retransmits\":{},"
-             "\"switch_cpu_ms\":{:.4f},\"gloo_each_ms\":{{{}}}}}\n",
-             flags.workers, flags.elements, flags.row, series[0].median_ms,
-             series[best].median_ms, series[0].median_ms / series[best].median_ms,
-             series[best].name.substr(5), re_reads, nacks, re_clocks, 1e3 * switch_cpu / clocks, each);
+  fmt::print(
+      "{{\"workers\":{},\"elements\":{},\"row\":{},\"serene_ms\":{:.4f},\"gloo_ms\":{:.4f},"
+      "\"serene_over_gloo\":{:.4f},\"gloo_algorithm\":\"{}\",\"read_retransmits\":{},\"nacks\":{},"
+      "\"clock_retransmits\":{},"
+      "\"switch_cpu_ms\":{:.4f},\"serene_cpu_ms\":{:.4f},\"gloo_cpu_ms\":{:.4f},"
+      "\"gloo_each_ms\":{{{}}}}}\n",
+      flags.workers, flags.elements, flags.row, series[0].median_ms, series[best].median_ms,
+      series[0].median_ms / series[best].median_ms, series[best].name.substr(5), re_reads, nacks,
+      re_clocks, switch_cpu_ms, cpu_of(0), cpu_of(best), each);
   return 0;
 }
 

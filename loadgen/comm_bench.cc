@@ -1,14 +1,16 @@
 #include "loadgen/comm_bench.h"
 
+#include <time.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <memory>
 #include <mutex>
-#include <thread>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "collective/gloo_group.h"
 #include "loadgen/stats_json.h"
@@ -20,6 +22,13 @@ using SteadyClock = std::chrono::steady_clock;
 
 double Since(SteadyClock::time_point t) {
   return std::chrono::duration<double>(SteadyClock::now() - t).count();
+}
+
+// CPU seconds this process (all its threads) has used.
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 // The pattern: rank w contributes Base(c, i) + w * Weight(i) at iteration c,
@@ -68,8 +77,9 @@ class Watchdog {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
       if (SteadyClock::now() >= deadline_) {
-        std::fprintf(stderr, "serene-bench comm: rank %u: %s did not end within %.0f s; giving up\n",
-                     rank_, what_.c_str(), std::chrono::duration<double>(limit_).count());
+        std::fprintf(stderr,
+                     "serene-bench comm: rank %u: %s did not end within %.0f s; giving up\n", rank_,
+                     what_.c_str(), std::chrono::duration<double>(limit_).count());
         std::fflush(stderr);
         _exit(124);
       }
@@ -144,6 +154,7 @@ CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
   if (auto seeded = c.Clock(); !seeded.ok()) return fail(seeded.status().message());
 
   rep.gloo_s.resize(plan.algorithms.size());
+  rep.gloo_cpu_s.resize(plan.algorithms.size());
   const uint32_t total = plan.warmup + plan.iters;
   for (uint32_t it = 1; it <= total; ++it) {
     const bool measured = it > plan.warmup;
@@ -152,12 +163,16 @@ CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
     if (Status s = g.Barrier(); !s.ok()) return fail(s.message());
     watchdog.Disarm();
     auto t0 = SteadyClock::now();
+    double cpu0 = ProcessCpuSeconds();
     if (Status s = c.PullFixed(model); !s.ok()) return fail(s.message());
     if (Status s = c.PushFixed(update); !s.ok()) return fail(s.message());
     auto r = c.Clock();
     if (!r.ok()) return fail(r.status().message());
     const double serene = Since(t0);
-    if (measured) rep.serene_s.push_back(serene);
+    if (measured) {
+      rep.serene_s.push_back(serene);
+      rep.serene_cpu_s.push_back(ProcessCpuSeconds() - cpu0);
+    }
     for (size_t i = 0; i < n; ++i) {
       if (model[i] != expect[i]) {
         return fail("serene pull at clock " + std::to_string(it) + ": element " +
@@ -175,13 +190,18 @@ CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
       watchdog.Arm("Gloo's " + std::string(collective::GlooAlgorithmName(plan.algorithms[a])) +
                    " allreduce");
       t0 = SteadyClock::now();
+      cpu0 = ProcessCpuSeconds();
       if (Status s = per_algorithm[a]->Allreduce(std::span<int32_t>(gloo), plan.algorithms[a]);
           !s.ok()) {
         return fail(s.message());
       }
       const double took = Since(t0);
+      const double cpu = ProcessCpuSeconds() - cpu0;
       watchdog.Disarm();
-      if (measured) rep.gloo_s[a].push_back(took);
+      if (measured) {
+        rep.gloo_s[a].push_back(took);
+        rep.gloo_cpu_s[a].push_back(cpu);
+      }
       for (size_t i = 0; i < n; ++i) {
         if (gloo[i] != SumOf(plan.workers, it, i)) {
           return fail("gloo " + std::string(collective::GlooAlgorithmName(plan.algorithms[a])) +
@@ -215,6 +235,8 @@ std::string CommRankReport::ToJson() const {
                       {"error", error},
                       {"serene_s", serene_s},
                       {"gloo_s", gloo_s},
+                      {"serene_cpu_s", serene_cpu_s},
+                      {"gloo_cpu_s", gloo_cpu_s},
                       {"checks", checks}};
   StatsToJson(stats, &j);
   return j.dump();
@@ -229,6 +251,8 @@ Result<CommRankReport> CommRankReport::FromJson(const std::string& line) {
     r.error = j.at("error");
     r.serene_s = j.at("serene_s").get<std::vector<double>>();
     r.gloo_s = j.at("gloo_s").get<std::vector<std::vector<double>>>();
+    r.serene_cpu_s = j.at("serene_cpu_s").get<std::vector<double>>();
+    r.gloo_cpu_s = j.at("gloo_cpu_s").get<std::vector<std::vector<double>>>();
     r.checks = j.at("checks");
     StatsFromJson(j, &r.stats);
     return r;
@@ -247,18 +271,26 @@ double Quantile(std::vector<double> v, double q) {
   return v[i];
 }
 
-CommSeries Summarize(std::string name, const std::vector<const std::vector<double>*>& per_rank) {
+// `per_rank` times and CPU of each iteration: an iteration takes its slowest
+// rank's time and costs the sum of the ranks' CPU.
+CommSeries Summarize(std::string name, const std::vector<const std::vector<double>*>& per_rank,
+                     const std::vector<const std::vector<double>*>& cpu_per_rank) {
   std::vector<double> slowest(per_rank.front()->size(), 0.0);
   for (const auto* r : per_rank) {
     for (size_t i = 0; i < slowest.size() && i < r->size(); ++i) {
       slowest[i] = std::max(slowest[i], (*r)[i]);
     }
   }
+  std::vector<double> cpu(slowest.size(), 0.0);
+  for (const auto* r : cpu_per_rank) {
+    for (size_t i = 0; i < cpu.size() && i < r->size(); ++i) cpu[i] += (*r)[i];
+  }
   CommSeries s;
   s.name = std::move(name);
   s.median_ms = 1e3 * Quantile(slowest, 0.5);
   s.p10_ms = 1e3 * Quantile(slowest, 0.1);
   s.p90_ms = 1e3 * Quantile(slowest, 0.9);
+  s.cpu_ms = 1e3 * Quantile(cpu, 0.5);
   return s;
 }
 
@@ -267,14 +299,21 @@ CommSeries Summarize(std::string name, const std::vector<const std::vector<doubl
 std::vector<CommSeries> SummarizeComm(const CommPlan& plan,
                                       const std::vector<CommRankReport>& reports) {
   std::vector<CommSeries> out;
-  std::vector<const std::vector<double>*> rows;
-  for (const auto& r : reports) rows.push_back(&r.serene_s);
-  out.push_back(Summarize("serene", rows));
+  std::vector<const std::vector<double>*> rows, cpu;
+  for (const auto& r : reports) {
+    rows.push_back(&r.serene_s);
+    cpu.push_back(&r.serene_cpu_s);
+  }
+  out.push_back(Summarize("serene", rows, cpu));
   for (size_t a = 0; a < plan.algorithms.size(); ++a) {
     rows.clear();
-    for (const auto& r : reports) rows.push_back(&r.gloo_s[a]);
-    out.push_back(
-        Summarize("gloo " + std::string(collective::GlooAlgorithmName(plan.algorithms[a])), rows));
+    cpu.clear();
+    for (const auto& r : reports) {
+      rows.push_back(&r.gloo_s[a]);
+      if (a < r.gloo_cpu_s.size()) cpu.push_back(&r.gloo_cpu_s[a]);
+    }
+    out.push_back(Summarize(
+        "gloo " + std::string(collective::GlooAlgorithmName(plan.algorithms[a])), rows, cpu));
   }
   return out;
 }

@@ -48,6 +48,11 @@ TEST(CommBenchTest, ComparesBothSystemsAndEndsWithTheJsonLine) {
   EXPECT_GT(r.last.at("gloo_ms").get<double>(), 0.0);
   EXPECT_NEAR(r.last.at("serene_over_gloo").get<double>(),
               r.last.at("serene_ms").get<double>() / r.last.at("gloo_ms").get<double>(), 1e-3);
+  // CPU per iteration: Serene's is its ranks' and the switch's.
+  EXPECT_GT(r.last.at("switch_cpu_ms").get<double>(), 0.0);
+  EXPECT_GT(r.last.at("serene_cpu_ms").get<double>(), r.last.at("switch_cpu_ms").get<double>());
+  EXPECT_GT(r.last.at("gloo_cpu_ms").get<double>(), 0.0);
+  EXPECT_NE(r.output.find("CPU ms"), std::string::npos) << r.output;
   // 3 ranks x (5 Serene pulls + 5 x 2 Gloo sums + the final pull).
   EXPECT_NE(r.output.find("48 results checked, all exact"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("gloo halving-doubling"), std::string::npos);
@@ -90,14 +95,21 @@ TEST(CommSummaryTest, AnIterationTakesItsSlowestRanksTimeAndTheReportGivesMedian
   b.serene_s = {0.002, 0.001, 0.004};  // slowest per iteration: 2, 5, 4 ms
   a.gloo_s = {{0.010, 0.010, 0.030}};
   b.gloo_s = {{0.020, 0.010, 0.010}};  // slowest: 20, 10, 30 ms
+  // CPU: an iteration costs the sum over ranks (3, 9, 1 ms for Serene).
+  a.serene_cpu_s = {0.001, 0.004, 0.0005};
+  b.serene_cpu_s = {0.002, 0.005, 0.0005};
+  a.gloo_cpu_s = {{0.010, 0.002, 0.004}};
+  b.gloo_cpu_s = {{0.010, 0.002, 0.004}};  // 20, 4, 8 ms
   auto s = SummarizeComm(plan, {a, b});
   ASSERT_EQ(s.size(), 2u);
   EXPECT_EQ(s[0].name, "serene");
   EXPECT_DOUBLE_EQ(s[0].median_ms, 4.0);
   EXPECT_DOUBLE_EQ(s[0].p10_ms, 2.0);
   EXPECT_DOUBLE_EQ(s[0].p90_ms, 5.0);
+  EXPECT_DOUBLE_EQ(s[0].cpu_ms, 3.0);
   EXPECT_EQ(s[1].name, "gloo default");
   EXPECT_DOUBLE_EQ(s[1].median_ms, 20.0);
+  EXPECT_DOUBLE_EQ(s[1].cpu_ms, 8.0);
 }
 
 }  // namespace
