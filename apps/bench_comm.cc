@@ -261,11 +261,11 @@ int RunBenchComm() {
       "{{\"workers\":{},\"elements\":{},\"row\":{},\"serene_ms\":{:.4f},\"gloo_ms\":{:.4f},"
       "\"serene_over_gloo\":{:.4f},\"gloo_algorithm\":\"{}\",\"read_retransmits\":{},\"nacks\":{},"
       "\"clock_retransmits\":{},"
-      "\"switch_cpu_ms\":{:.4f},\"serene_cpu_ms\":{:.4f},\"gloo_cpu_ms\":{:.4f},"
-      "\"gloo_each_ms\":{{{}}}}}\n",
+      "\"switch_cpu_ms\":{:.4f},\"serene_cpu_ms\":{:.4f},\"serene_ranks_cpu_ms\":{:.4f},"
+      "\"gloo_cpu_ms\":{:.4f},\"gloo_each_ms\":{{{}}}}}\n",
       flags.workers, flags.elements, flags.row, series[0].median_ms, series[best].median_ms,
       series[0].median_ms / series[best].median_ms, series[best].name.substr(5), re_reads, nacks,
-      re_clocks, switch_cpu_ms, cpu_of(0), cpu_of(best), each);
+      re_clocks, switch_cpu_ms, cpu_of(0), series[0].cpu_ms, cpu_of(best), each);
   return 0;
 }
 
