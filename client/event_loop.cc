@@ -24,7 +24,7 @@ Status RunOperation(Transport& t, Operation& op, ClientStats* stats, EarlyRows* 
           if (early == nullptr || !early->Offer(v)) ++stats->stale_replies;
           break;
         case Operation::Reply::kHandled: break;
-        case Operation::Reply::kProgress: last_progress = SteadyClock::now(); break;
+        case Operation::Reply::kProgress: last_progress = t.received_at(); break;
       }
       return op.outcome().has_value();
     });

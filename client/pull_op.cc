@@ -93,7 +93,7 @@ Operation::Reply PullOp::OnReply(const proto::PacketView& v) {
   const size_t len = std::min<size_t>(row_width_, elements_ - begin);
   if (h.count != len) return Reply::kStale;
   proto::LoadValues(v.values, model_.subspan(begin, len));
-  const auto now = SteadyClock::now();
+  const auto now = t_.received_at();
   // Karn: only replies to requests sent once measure the round trip; and a
   // reply to a retransmitted row may answer its first copy, sent before rows
   // now ahead of it in send order, so it proves nothing about them.

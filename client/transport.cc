@@ -54,6 +54,7 @@ Transport::Transport(const ClientOptions& options, net::UdpSocket socket,
       send_(kBatch),
       send_arena_(kBatch * proto::PacketSize(proto::kMaxValues)),
       last_heard_(SteadyClock::now()),
+      received_at_(last_heard_),
       rtt_(options.initial_timeout, options.max_timeout) {}
 
 void Transport::SetJobShape(uint32_t workers, uint64_t elements) {
