@@ -79,16 +79,25 @@ for r in rows:
 med = lambda xs: statistics.median(xs)
 with open(out + ".md", "w") as md, open(out + ".dat", "w") as dat:
     md.write("| workers | elements | row | runs | Serene ms | Gloo best ms (algorithm) | Gloo default ms "
-             "| Serene / Gloo best (min-max) | Serene / Gloo default | READs re-sent / NACKs | switch CPU ms/iter |\n")
-    md.write("|---|---|---|---|---|---|---|---|---|---|---|\n")
+             "| Serene / Gloo best (min-max) | Serene / Gloo default | READs re-sent / NACKs | switch CPU ms/iter "
+             "| CPU ms/iter: Serene (ranks + switch) / Gloo best |\n")
+    md.write("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     for (w, e, row), rs in sorted(groups.items()):
         s = med([r["serene_ms"] for r in rs]); g = med([r["gloo_ms"] for r in rs])
         d = med([r["gloo_each_ms"]["default"] for r in rs])
         ratios = [r["serene_over_gloo"] for r in rs]
         algos = sorted({r["gloo_algorithm"] for r in rs})
+        # CPU per iteration, all processes (runs before serene-bench comm
+        # reported it have none).
+        cpu = [r for r in rs if "serene_cpu_ms" in r]
+        cpu_text = (f"{med([r['serene_cpu_ms'] for r in cpu]):.2f} "
+                    f"({med([r['serene_ranks_cpu_ms'] for r in cpu]):.2f} + "
+                    f"{med([r['switch_cpu_ms'] for r in cpu]):.2f}) / "
+                    f"{med([r['gloo_cpu_ms'] for r in cpu]):.2f}") if cpu else "-"
         md.write(f"| {w} | {e:,} | {row} | {len(rs)} | {s:.2f} | {g:.2f} ({', '.join(algos)}) | {d:.2f} "
                  f"| **{med(ratios):.2f}** ({min(ratios):.2f}-{max(ratios):.2f}) | {s/d:.2f} "
-                 f"| {sum(r['read_retransmits'] for r in rs)} / {sum(r['nacks'] for r in rs)} | {med([r['switch_cpu_ms'] for r in rs]):.2f} |\n")
+                 f"| {sum(r['read_retransmits'] for r in rs)} / {sum(r['nacks'] for r in rs)} | {med([r['switch_cpu_ms'] for r in rs]):.2f} "
+                 f"| {cpu_text} |\n")
         dat.write(f"{w} {e} {row} {s} {g} {d}\n")
 PY
 
