@@ -129,21 +129,14 @@ int RunBenchComm() {
   const std::string binary = loadgen::OwnBinaryDir() + "/serene-switch";
   // The Gloo phases keep the switch silent for seconds on large vectors: no
   // eviction in between.
+  // clang-format off
   std::vector<std::string> switch_args = {
-      "--bind",
-      "127.0.0.1",
-      "--port",
-      "0",
-      "--control",
-      "off",
-      "--threads",
-      std::to_string(flags.switch_threads),
-      "--offload",
-      flags.offload,
-      "--job",
-      fmt::format("id=1,workers={},elements={},row={},key={},policy=sync,"
-                  "evict_after=3600s{}",
-                  flags.workers, flags.elements, flags.row, key, group_spec)};
+      "--bind", "127.0.0.1", "--port", "0", "--control", "off",
+      "--threads", std::to_string(flags.switch_threads), "--offload", flags.offload,
+      "--job", fmt::format("id=1,workers={},elements={},row={},key={},policy=sync,"
+                           "evict_after=3600s{}",
+                           flags.workers, flags.elements, flags.row, key, group_spec)};
+  // clang-format on
   switch_args.insert(switch_args.end(), flags.switch_args.begin(), flags.switch_args.end());
   loadgen::ChildProcess sw(binary, switch_args);
   auto listening = loadgen::WaitForListening(sw);

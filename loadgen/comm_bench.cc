@@ -310,7 +310,7 @@ std::vector<CommSeries> SummarizeComm(const CommPlan& plan,
     cpu.clear();
     for (const auto& r : reports) {
       rows.push_back(&r.gloo_s[a]);
-      if (a < r.gloo_cpu_s.size()) cpu.push_back(&r.gloo_cpu_s[a]);
+      cpu.push_back(&r.gloo_cpu_s[a]);
     }
     out.push_back(Summarize(
         "gloo " + std::string(collective::GlooAlgorithmName(plan.algorithms[a])), rows, cpu));

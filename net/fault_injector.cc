@@ -11,8 +11,8 @@ namespace serene::net {
 namespace {
 
 constexpr std::string_view kSpecSyntax =
-    "expected drop=P,burst=N,burst_gap=D,dup=P,reorder=P,delay=D[..D],hold=D,seed=N,dir=rx|tx|both with P a "
-    "probability (0.05 or 5%) and D a duration (0, 250us, 2ms, 1s)";
+    "expected drop=P,burst=N,burst_gap=D,dup=P,reorder=P,delay=D[..D],hold=D,seed=N,"
+    "dir=rx|tx|both with P a probability (0.05 or 5%) and D a duration (0, 250us, 2ms, 1s)";
 
 Status Bad(std::string_view spec, const std::string& why) {
   return Status::InvalidArgument("bad fault spec '" + std::string(spec) + "': " + why + " (" +
@@ -184,7 +184,9 @@ void FaultInjector::Enqueue(Datagram d, int copies) {
 void FaultInjector::Push(const proto::Endpoint& peer, std::span<const uint8_t> data, Nanos now) {
   ++counters_.offered;
   // A quiet port ends a burst (the header).
-  if (burst_left_ > 0 && now - last_offered_ > spec_.burst_gap) burst_left_ = 0;
+  if (burst_left_ > 0 && now > last_offered_ && now - last_offered_ > spec_.burst_gap) {
+    burst_left_ = 0;
+  }
   last_offered_ = now;
   if (burst_left_ > 0) {
     --burst_left_;
