@@ -51,9 +51,12 @@ class PullOp final : public Operation {
   enum class End { kPulled, kEvicted, kNotJoined };
 
   // Writes the rows into `model` (info.elements values), taking the rows of
-  // this clock `early` holds (null: none).
+  // this clock `early` holds (null: none). A non-empty `mirror` (as large as
+  // `model`) gets each row too as it lands, while the row is in cache: rank
+  // 0's copy of the newest model (to re-seed a switch that lost the job)
+  // costs no second pass over it.
   PullOp(Transport& t, const RankState& rank, std::span<int32_t> model, ClientStats* stats,
-         const EarlyRows* early = nullptr);
+         const EarlyRows* early = nullptr, std::span<int32_t> mirror = {});
 
   Status Start() override;
   Reply OnReply(const proto::PacketView& v) override;
@@ -91,6 +94,7 @@ class PullOp final : public Operation {
   const uint32_t row_width_;
   const uint64_t elements_;
   std::span<int32_t> model_;
+  std::span<int32_t> mirror_;
   End end_ = End::kPulled;
 
   const uint32_t first_row_;  // rows are sent from here, wrapping (FirstRow)

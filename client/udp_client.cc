@@ -60,6 +60,7 @@ Status UdpClient::Adopt(const JobInfo& ack) {
   if (!rank_.joined) {
     rank_.inc.assign(ack.elements, 0);
     pull_buf_.assign(ack.elements, 0);
+    if (options_.rank == 0) seed_.assign(ack.elements, 0);
   }
   rank_.info = ack;
   transport_.SetJobShape(ack.workers, ack.elements);
@@ -122,7 +123,7 @@ Status UdpClient::Recover(const std::string& why) {
   // rank 0 re-seeding it with the newest model it pulled; the update each
   // rank had in flight is lost, nothing else.
   if (options_.rank == 0) {
-    if (seed_.size() != rank_.info.elements) {
+    if (!seeded_) {
       return Status::FailedPrecondition(
           "job " + std::to_string(options_.job) + ": switch " + transport_.switch_name() +
           " lost the job (" + why + ") before rank 0 held a model to re-seed it with");
@@ -166,6 +167,7 @@ Status UdpClient::Initialize(std::span<float> model) {
       Status s = Push(model);
       if (!s.ok()) return s;
       seed_ = rank_.inc;
+      seeded_ = true;
     }
     Result<ClockResult> r = Clock();
     if (!r.ok()) return r.status();
@@ -182,9 +184,10 @@ Status UdpClient::Pull(std::span<float> model) {
     return Status::InvalidArgument("Pull(): model has " + std::to_string(model.size()) +
                                    " elements, job has " + std::to_string(rank_.info.elements));
   }
-  Status s = PullFixed(pull_buf_);
+  Status s = PullRows(pull_buf_, {});
   if (!s.ok()) return s;
-  Dequantize(pull_buf_, rank_.info.scale_log2, model);
+  if (options_.rank == 0) KeepPulledAsSeed();
+  Dequantize(options_.rank == 0 ? seed_ : pull_buf_, rank_.info.scale_log2, model);
   return Status::Ok();
 }
 
@@ -194,16 +197,31 @@ Status UdpClient::PullFixed(std::span<int32_t> model) {
     return Status::InvalidArgument("Pull(): model has " + std::to_string(model.size()) +
                                    " elements, job has " + std::to_string(rank_.info.elements));
   }
+  // Rank 0 keeps a copy of the caller's model, made row by row as it lands.
+  Status s = PullRows(model, options_.rank == 0 ? std::span<int32_t>(pull_buf_)
+                                                : std::span<int32_t>());
+  if (!s.ok()) return s;
+  if (options_.rank == 0) KeepPulledAsSeed();
+  return Status::Ok();
+}
+
+void UdpClient::KeepPulledAsSeed() {
+  // pull_buf_ holds the newest model; the older seed becomes the next
+  // landing area (a swap, not a copy of the model).
+  std::swap(pull_buf_, seed_);
+  seeded_ = true;
+}
+
+Status UdpClient::PullRows(std::span<int32_t> model, std::span<int32_t> mirror) {
   const auto started = SteadyClock::now();
   for (int attempt = 0; attempt < kMaxInterruptions; ++attempt) {
-    PullOp op(transport_, rank_, model, &stats_, &early_);
+    PullOp op(transport_, rank_, model, &stats_, &early_, mirror);
     Status s = Run(op);
     if (!s.ok()) return s;
     switch (op.end()) {
       case PullOp::End::kPulled:
         // Until the next JOIN, every row is READ and answered to this rank.
         if (op.GroupSilent()) transport_.CloseGroup();
-        if (options_.rank == 0) seed_.assign(model.begin(), model.end());
         stats_.pull_time += SteadyClock::now() - started;
         return Status::Ok();
       case PullOp::End::kEvicted:

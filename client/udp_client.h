@@ -56,6 +56,12 @@ class UdpClient final : public Client {
   // The switch lost the job (`why`): join its new incarnation and re-seed.
   Status Recover(const std::string& why);
   Status SaturationError() const;
+  // Pulls the current clock's model into `model` (and `mirror`, if not
+  // empty), joining again as often as an eviction or a lost job requires.
+  Status PullRows(std::span<int32_t> model, std::span<int32_t> mirror);
+  // Rank 0, after a pull into (or mirrored into) pull_buf_: that model
+  // becomes the seed.
+  void KeepPulledAsSeed();
 
   ClientOptions options_;
   ClientStats stats_;
@@ -63,8 +69,9 @@ class UdpClient final : public Client {
   RankState rank_;
   EarlyRows early_;  // group rows that came before the pull of their clock
   bool finished_ = false;
-  std::vector<int32_t> pull_buf_;  // Pull()'s fixed-point landing area
+  std::vector<int32_t> pull_buf_;  // Pull()'s fixed-point landing area (rank 0: PullFixed's mirror)
   std::vector<int32_t> seed_;      // rank 0: the newest model it pulled (re-seeds a lost job)
+  bool seeded_ = false;            // seed_ holds a model (rank 0)
   bool rejoined_ = false;          // since the last ClockResult
   bool restarted_ = false;         // since the last ClockResult
 };

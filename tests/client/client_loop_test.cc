@@ -4,7 +4,9 @@
 // backwards — and checks the one deadline rule and the recovery paths.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -161,6 +163,7 @@ struct RestartScript {
   bool restarted = false;
   std::vector<int32_t> seed;  // what rank 0 INC'd at clock 0 after the restart
   bool released0 = false;
+  int32_t value = 42;  // every READ_REPLY's values
 
   void Handle(const FakeSwitch::Request& r, FakeSwitch::Replier& reply, const FakeSwitch& sw) {
     std::lock_guard lock(mu);
@@ -173,7 +176,7 @@ struct RestartScript {
         }
         break;
       case Op::kRead:
-        reply.ReadReply(r, 42);
+        reply.ReadReply(r, value);
         break;
       case Op::kClock:
         if (!restarted) {
@@ -199,17 +202,29 @@ struct RestartScript {
   }
 };
 
-TEST(ClientLoop, RankZeroReSeedsASwitchThatLostTheJobWithTheNewestModelItPulled) {
+// One rank of 10 values in rows of 4 on a switch that restarts as above.
+struct RestartingSwitch {
   RestartScript script;
-  FakeSwitch* self = nullptr;
-  FakeSwitch sw(1, 10, 4, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
-    script.Handle(r, reply, *self);
-  });
-  self = &sw;
-  auto c = Joined(sw, 0);
+  FakeSwitch sw{1, 10, 4, [this](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+                  script.Handle(r, reply, sw);
+                }};
+};
+
+TEST(ClientLoop, RankZeroReSeedsASwitchThatLostTheJobWithTheNewestModelItPulled) {
+  RestartingSwitch rs;
+  RestartScript& script = rs.script;
+  auto c = Joined(rs.sw, 0);
   std::vector<int32_t> model(10);
   ASSERT_TRUE(c->PullFixed(model).ok());
   EXPECT_EQ(model, std::vector<int32_t>(10, 42));
+  {
+    std::lock_guard lock(script.mu);
+    script.value = 7;
+  }
+  ASSERT_TRUE(c->PullFixed(model).ok());
+  EXPECT_EQ(model, std::vector<int32_t>(10, 7));
+  // The caller owns its buffer: what it writes there is not the seed.
+  std::fill(model.begin(), model.end(), -1);
   ASSERT_TRUE(c->PushFixed(std::vector<int32_t>(10, 1)).ok());
   auto released = c->Clock();
   ASSERT_TRUE(released.ok()) << released.status().message();
@@ -219,7 +234,29 @@ TEST(ClientLoop, RankZeroReSeedsASwitchThatLostTheJobWithTheNewestModelItPulled)
   EXPECT_EQ(c->info().incarnation, kIncarnation + 1);
   EXPECT_EQ(c->stats().switch_restarts, 1u);
   std::lock_guard lock(script.mu);
-  EXPECT_EQ(script.seed, std::vector<int32_t>(10, 42)) << "re-seeded with the pulled model";
+  EXPECT_EQ(script.seed, std::vector<int32_t>(10, 7)) << "re-seeded with the newest pulled model";
+}
+
+TEST(ClientLoop, RankZeroReSeedsWithTheNewestModelPulledAsFloats) {
+  RestartingSwitch rs;
+  RestartScript& script = rs.script;
+  auto c = Joined(rs.sw, 0);
+  std::vector<float> model(10);
+  ASSERT_TRUE(c->Pull(model).ok());
+  {
+    std::lock_guard lock(script.mu);
+    script.value = 7;
+  }
+  ASSERT_TRUE(c->Pull(model).ok());
+  const float seven = std::ldexp(7.0f, -static_cast<int>(c->info().scale_log2));
+  EXPECT_EQ(model, std::vector<float>(10, seven));
+  std::fill(model.begin(), model.end(), 0.0f);
+  ASSERT_TRUE(c->PushFixed(std::vector<int32_t>(10, 1)).ok());
+  auto released = c->Clock();
+  ASSERT_TRUE(released.ok()) << released.status().message();
+  EXPECT_TRUE(released->switch_restarted);
+  std::lock_guard lock(script.mu);
+  EXPECT_EQ(script.seed, std::vector<int32_t>(10, 7)) << "re-seeded with the newest pulled model";
 }
 
 TEST(ClientLoop, AnotherRankLearnsOfALostJobFromAProbeAndCompletesClockZeroAgain) {
