@@ -517,16 +517,28 @@ size_t UdpSocket::BuildMessages(SendBatch* batch, size_t from, SendResult* resul
         if (size < segment) break;  // a short datagram ends the train
       }
     }
+    // Datagrams encoded back to back in one buffer are one iovec: the kernel
+    // segments a train by UDP_SEGMENT, not by iovec, and copies (and checks,
+    // with hardened usercopy) one iovec at a time.
+    size_t iovs = 0;
     for (size_t k = 0; k < count; ++k) {
-      b.iovs_[i + k].iov_base = const_cast<uint8_t*>(b.datas_[i + k].data());
-      b.iovs_[i + k].iov_len = b.datas_[i + k].size();
+      const std::span<const uint8_t> d = b.datas_[i + k];
+      iovec* last = iovs > 0 ? &b.iovs_[i + iovs - 1] : nullptr;
+      if (last != nullptr &&
+          static_cast<const uint8_t*>(last->iov_base) + last->iov_len == d.data()) {
+        last->iov_len += d.size();
+        continue;
+      }
+      b.iovs_[i + iovs].iov_base = const_cast<uint8_t*>(d.data());
+      b.iovs_[i + iovs].iov_len = d.size();
+      ++iovs;
     }
     std::memset(&b.msgs_[m], 0, sizeof(b.msgs_[m]));
     msghdr& hdr = b.msgs_[m].msg_hdr;
     hdr.msg_name = &b.addrs_[m];
     hdr.msg_namelen = len;
     hdr.msg_iov = &b.iovs_[i];
-    hdr.msg_iovlen = count;
+    hdr.msg_iovlen = iovs;
     size_t control = SourceControl(b.srcs_[i], b.dsts_[i], &b.controls_[m]);
     if (count > 1) {
       // After the packet-info message, if any (SourceControl returns a CMSG_SPACE).

@@ -562,6 +562,40 @@ TEST(UdpSocketOffloadTest, TrainsRespectTheSegmentAndByteLimits) {
   ExpectSameDatagrams(RecvN(rx, 20), sent);
 }
 
+TEST(UdpSocketOffloadTest, DatagramsBackToBackInOneBufferArriveAsSent) {
+  // How the client and the switch encode: datagrams back to back in one
+  // arena, which a train hands the kernel as one iovec. Here: a train of
+  // five 300-byte datagrams and a short one, all adjacent; then a train
+  // that starts right where the first ends and has a datagram elsewhere (a
+  // gap of 8 bytes) in its middle: two iovecs.
+  UdpSocket rx = OpenOrDie(Offload(true, true));
+  UdpSocket tx = OpenOrDie(Offload(true, true));
+  std::vector<uint8_t> arena(8192);
+  for (size_t i = 0; i < arena.size(); ++i) arena[i] = static_cast<uint8_t>(i * 7 + i / 251);
+  std::vector<std::span<const uint8_t>> datagrams;
+  size_t at = 0;
+  auto take = [&](size_t size) {
+    datagrams.emplace_back(arena.data() + at, size);
+    at += size;
+  };
+  for (int i = 0; i < 5; ++i) take(300);
+  take(120);  // short: ends the first train
+  for (int i = 0; i < 4; ++i) take(500);
+  take(500);
+  at += 8;  // not adjacent to the one before: a second iovec in this train
+  take(500);
+  take(500);
+  SendBatch batch(32);
+  for (const auto& d : datagrams) ASSERT_TRUE(batch.Add(rx.local(), d));
+  SendResult r = tx.Send(&batch);
+  EXPECT_EQ(r.sent, datagrams.size());
+  EXPECT_EQ(r.failed, 0u);
+  EXPECT_EQ(r.messages, 2u) << "a train of 6, then one of 7";
+  std::vector<std::vector<uint8_t>> sent;
+  for (const auto& d : datagrams) sent.emplace_back(d.begin(), d.end());
+  ExpectSameDatagrams(RecvN(rx, sent.size()), sent);
+}
+
 TEST(UdpSocketOffloadTest, WithoutGsoEveryDatagramIsAMessageAndAGroReceiverStillSplits) {
   UdpSocket rx = OpenOrDie(Offload(false, true));
   UdpSocket tx = OpenOrDie(Offload(false, false));
