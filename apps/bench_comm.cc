@@ -47,7 +47,7 @@ CLI::App* AddBenchComm(CLI::App* app) {
   comm->add_option("--elements,-e", flags.elements, "Vector length (int32 values)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
   comm->add_option("--row", flags.row,
-                   "Values per Serene row (per datagram); 256 fits a 1500-byte MTU")
+                   "Values per Serene row (per datagram); up to 362 fit a 1500-byte MTU")
       ->check(CLI::Range(1, 16368));
   comm->add_option("--iters,-i", flags.iters, "Measured iterations")->check(CLI::Range(1, 1 << 20));
   comm->add_option("--warmup", flags.warmup, "Iterations run before measuring")

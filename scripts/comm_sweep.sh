@@ -31,13 +31,14 @@ done
 [[ -x "$BIN/serene-bench" ]] || { echo "comm_sweep.sh: no $BIN/serene-bench; build first (README.md)" >&2; exit 1; }
 mkdir -p "$(dirname "$OUT")"
 
-# workers elements row
+# workers elements row; 362 is the largest row whose IPv4 datagram fits a
+# 1500-byte MTU (24 + 4 x 362 = 1472 bytes of UDP payload)
 POINTS=(
-  "4 79510 4096" "4 79510 256"
-  "4 1000000 4096" "4 1000000 256"
-  "4 25600000 4096" "4 25600000 256"
-  "8 79510 4096" "8 79510 256"
-  "8 1000000 4096" "8 1000000 256"
+  "4 79510 4096" "4 79510 362"
+  "4 1000000 4096" "4 1000000 362"
+  "4 25600000 4096" "4 25600000 362"
+  "8 79510 4096" "8 79510 362"
+  "8 1000000 4096" "8 1000000 362"
   "8 25600000 4096"
 )
 iters_for() {  # enough iterations for a median, few for the big models
@@ -112,7 +113,7 @@ set ylabel "ms per iteration (pull+push+clock / allreduce)"
 set key top left
 set grid
 plot "< awk '\$1==4 && \$3==4096' $OUT.dat" using 2:4 with linespoints lw 2 title "Serene, rows of 4096", \
-     "< awk '\$1==4 && \$3==256' $OUT.dat" using 2:4 with linespoints lw 2 title "Serene, rows of 256 (MTU)", \
+     "< awk '\$1==4 && \$3==362' $OUT.dat" using 2:4 with linespoints lw 2 title "Serene, rows of 362 (1500-byte MTU)", \
      "< awk '\$1==4 && \$3==4096' $OUT.dat" using 2:5 with linespoints lw 2 title "Gloo, best algorithm", \
      "< awk '\$1==4 && \$3==4096' $OUT.dat" using 2:6 with linespoints lw 2 title "Gloo, default (PyTorch's)"
 GP
