@@ -116,37 +116,25 @@ int RunBenchComm() {
   } cleanup{rendezvous};
 
   const uint32_t key = 0x5E4E;
-  std::string group_spec;
-  if (flags.group == "on") {
-    Result<std::string> group = loadgen::LoopbackGroup(1);
-    if (!group.ok()) {
-      fmt::print(stderr, "serene-bench comm: no free UDP port for the reply group: {}\n",
-                 group.status().message());
-      return 1;
-    }
-    group_spec = ",group=" + *group;
-  }
-  const std::string binary = loadgen::OwnBinaryDir() + "/serene-switch";
   // The Gloo phases keep the switch silent for seconds on large vectors: no
   // eviction in between.
-  // clang-format off
-  std::vector<std::string> switch_args = {
-      "--bind", "127.0.0.1", "--port", "0", "--control", "off",
-      "--threads", std::to_string(flags.switch_threads), "--offload", flags.offload,
-      "--job", fmt::format("id=1,workers={},elements={},row={},key={},policy=sync,"
-                           "evict_after=3600s{}",
-                           flags.workers, flags.elements, flags.row, key, group_spec)};
-  // clang-format on
+  std::vector<std::string> switch_args = {"--threads", std::to_string(flags.switch_threads),
+                                          "--offload", flags.offload};
   switch_args.insert(switch_args.end(), flags.switch_args.begin(), flags.switch_args.end());
-  loadgen::ChildProcess sw(binary, switch_args);
-  auto listening = loadgen::WaitForListening(sw);
-  if (!listening) {
-    fmt::print(stderr, "serene-bench comm: could not start {}:\n{}\n", binary, sw.output());
+  auto started = loadgen::StartLoopbackSwitch(
+      1,
+      fmt::format("id=1,workers={},elements={},row={},key={},policy=sync,evict_after=3600s",
+                  flags.workers, flags.elements, flags.row, key),
+      flags.group == "on", switch_args);
+  if (!started.ok()) {
+    fmt::print(stderr, "serene-bench comm: {}\n", started.status().message());
     return 1;
   }
+  loadgen::ChildProcess& sw = *started->process;
+  const std::string listening = started->address;
 
   loadgen::CommPlan plan;
-  plan.client.switch_address = *listening;
+  plan.client.switch_address = listening;
   plan.client.job = 1;
   plan.client.key = key;
   plan.client.window = flags.window;
@@ -161,7 +149,7 @@ int RunBenchComm() {
       "serene-bench comm: {} workers, {} int32 elements, Serene rows of {} ({} rows), "
       "{} + {} iterations, switch {} ({} thread{}), offload {}\n",
       flags.workers, flags.elements, flags.row, (flags.elements + flags.row - 1) / flags.row,
-      flags.warmup, flags.iters, *listening, flags.switch_threads,
+      flags.warmup, flags.iters, listening, flags.switch_threads,
       flags.switch_threads == 1 ? "" : "s", flags.offload);
   std::fflush(stdout);
 

@@ -71,29 +71,18 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<serene::loadgen::ChildProcess> sw;
   if (switch_addr.empty()) {
-    std::string group_spec;
-    if (group == "on") {
-      auto g = serene::loadgen::LoopbackGroup(static_cast<uint16_t>(job));
-      if (!g.ok()) {
-        fmt::print(stderr, "serene-bench: no free UDP port for the reply group: {}\n",
-                   g.status().message());
-        return 1;
-      }
-      group_spec = ",group=" + *g;
-    }
-    std::vector<std::string> args = {
-        "--bind", "127.0.0.1", "--port", "0", "--control", "off",
-        "--job", fmt::format("id={},workers={},elements={},row={},key={}{},policy={}", job, workers,
-                             elements, row, key, group_spec, policy)};
-    if (!fault.empty()) args.insert(args.end(), {"--fault", fault});
-    const std::string binary = serene::loadgen::OwnBinaryDir() + "/serene-switch";
-    sw = std::make_unique<serene::loadgen::ChildProcess>(binary, args);
-    auto listening = serene::loadgen::WaitForListening(*sw);
-    if (!listening) {
-      fmt::print(stderr, "serene-bench: could not start {}:\n{}\n", binary, sw->output());
+    auto started = serene::loadgen::StartLoopbackSwitch(
+        static_cast<uint16_t>(job),
+        fmt::format("id={},workers={},elements={},row={},key={},policy={}", job, workers, elements,
+                    row, key, policy),
+        group == "on",
+        fault.empty() ? std::vector<std::string>{} : std::vector<std::string>{"--fault", fault});
+    if (!started.ok()) {
+      fmt::print(stderr, "serene-bench: {}\n", started.status().message());
       return 1;
     }
-    switch_addr = *listening;
+    sw = std::move(started->process);
+    switch_addr = started->address;
     fmt::print("started serene-switch on {} (job {}: {} workers, {} elements, policy {})\n",
                switch_addr, job, workers, elements, policy);
   } else if (!fault.empty()) {

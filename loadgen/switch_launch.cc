@@ -54,4 +54,28 @@ Result<std::string> LoopbackGroup(uint16_t job) {
   return LoopbackGroup(job, *port);
 }
 
+Result<LoopbackSwitch> StartLoopbackSwitch(uint16_t job, const std::string& job_spec, bool group,
+                                           const std::vector<std::string>& extra_args) {
+  std::string spec = job_spec;
+  if (group) {
+    Result<std::string> g = LoopbackGroup(job);
+    if (!g.ok()) {
+      return Status::Unavailable("no free UDP port for the reply group: " + g.status().message());
+    }
+    spec += ",group=" + *g;
+  }
+  std::vector<std::string> args = {"--bind", "127.0.0.1", "--port", "0", "--control", "off",
+                                   "--job",  spec};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  const std::string binary = OwnBinaryDir() + "/serene-switch";
+  LoopbackSwitch sw;
+  sw.process = std::make_unique<ChildProcess>(binary, args);
+  auto listening = WaitForListening(*sw.process);
+  if (!listening) {
+    return Status::Unavailable("could not start " + binary + ":\n" + sw.process->output());
+  }
+  sw.address = *listening;
+  return sw;
+}
+
 }  // namespace serene::loadgen

@@ -4,8 +4,10 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "loadgen/child_process.h"
@@ -35,5 +37,19 @@ Result<uint16_t> FreeUdpPort();
 std::string LoopbackGroup(uint16_t job, uint16_t port);
 // The same on a FreeUdpPort().
 Result<std::string> LoopbackGroup(uint16_t job);
+
+// A serene-switch the tools start for themselves: on a loopback port, with
+// the runtime API off, serving one job.
+struct LoopbackSwitch {
+  std::unique_ptr<ChildProcess> process;
+  std::string address;  // where it listens, "127.0.0.1:PORT"
+};
+
+// Starts build/bin's serene-switch with `--job job_spec` (plus
+// `,group=LoopbackGroup(job)` when `group`) and `extra_args`, and waits
+// until it listens. Errors name what failed: no free port for the group,
+// or the binary and its log when it did not start.
+Result<LoopbackSwitch> StartLoopbackSwitch(uint16_t job, const std::string& job_spec, bool group,
+                                           const std::vector<std::string>& extra_args);
 
 }  // namespace serene::loadgen
