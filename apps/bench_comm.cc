@@ -170,7 +170,7 @@ int RunBenchComm() {
   }
   std::vector<loadgen::CommRankReport> reports;
   bool all_ok = true;
-  uint64_t re_reads = 0, re_clocks = 0, nacks = 0, group_rows = 0;
+  uint64_t reads = 0, re_reads = 0, re_clocks = 0, nacks = 0, group_rows = 0;
   const uint64_t plan_rows = (flags.elements + flags.row - 1) / flags.row;
   uint32_t checks = 0;
   for (size_t i = 0; i < results->size(); ++i) {
@@ -186,6 +186,7 @@ int RunBenchComm() {
       fmt::print("rank {}: FAILED: {}\n", i, rep->error);
       all_ok = false;
     }
+    reads += rep->stats.reads;
     re_reads += rep->stats.read_retransmits;
     group_rows += rep->stats.group_rows;
     re_clocks += rep->stats.clock_retransmits;
@@ -221,10 +222,11 @@ int RunBenchComm() {
   // A re-sent CLOCK is mostly a rank waiting at the barrier for a slower one
   // (it re-sends so that a lost RELEASE is recovered), not a loss.
   fmt::print(
-      "\n{} results checked, all exact; Serene: {} READs re-sent, {} NACKs, {} CLOCKs "
-      "re-sent while waiting at the barrier, {:.1f} % of rows through the reply group; "
-      "switch CPU {:.3f} ms per iteration (over the whole run, Gloo phases idle)\n",
-      checks, re_reads, nacks, re_clocks,
+      "\n{} results checked, all exact; Serene: {:.1f} READs per iteration (all ranks), {} "
+      "READs re-sent, {} NACKs, {} CLOCKs re-sent while waiting at the barrier, {:.1f} % of "
+      "rows through the reply group; switch CPU {:.3f} ms per iteration (over the whole run, "
+      "Gloo phases idle)\n",
+      checks, static_cast<double>(reads) / clocks, re_reads, nacks, re_clocks,
       100.0 * static_cast<double>(group_rows) /
           (static_cast<double>(clocks) * flags.workers * plan_rows),
       switch_cpu_ms);

@@ -223,6 +223,7 @@ Status PullOp::OnTimer(SteadyClock::time_point now) {
     Status q = t_.Queue(proto::Op::kRead, clock_, r, first_flags, {});
     flagged_sent_ = flagged_sent_ || first_flags != 0;
     if (!q.ok()) return q;
+    ++stats_->reads;
     state_[r] = kInFlight;
     sent_[r] = now;
     in_flight_.push_back(r);

@@ -212,9 +212,23 @@ void UdpClient::KeepPulledAsSeed() {
   seeded_ = true;
 }
 
+Status UdpClient::TakeQueuedGroupRows() {
+  if (!transport_.group_open()) return Status::Ok();
+  do {
+    Status s = transport_.Receive(SteadyClock::duration::zero(), [&](const proto::PacketView& v) {
+      if (!early_.Offer(v)) ++stats_.stale_replies;
+      return false;
+    });
+    if (!s.ok()) return s;
+  } while (transport_.backlog());
+  return Status::Ok();
+}
+
 Status UdpClient::PullRows(std::span<int32_t> model, std::span<int32_t> mirror) {
   const auto started = SteadyClock::now();
   for (int attempt = 0; attempt < kMaxInterruptions; ++attempt) {
+    Status taken = TakeQueuedGroupRows();
+    if (!taken.ok()) return taken;
     PullOp op(transport_, rank_, model, &stats_, &early_, mirror);
     Status s = Run(op);
     if (!s.ok()) return s;

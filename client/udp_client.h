@@ -59,6 +59,10 @@ class UdpClient final : public Client {
   // Pulls the current clock's model into `model` (and `mirror`, if not
   // empty), joining again as often as an eviction or a lost job requires.
   Status PullRows(std::span<int32_t> model, std::span<int32_t> mirror);
+  // Keeps the group rows already queued on the sockets (EarlyRows), without
+  // waiting: completed rows the switch sent before this rank's RELEASE may
+  // still be unread behind it, and a pull would READ them again.
+  Status TakeQueuedGroupRows();
   // Rank 0, after a pull into (or mirrored into) pull_buf_: that model
   // becomes the seed.
   void KeepPulledAsSeed();

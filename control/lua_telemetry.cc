@@ -72,6 +72,7 @@ void PushCounters(lua_State* L, const v1::JobCounters& c) {
   SetCount(L, "swaps", c.swaps());
   SetCount(L, "saturations", c.saturations());
   SetCount(L, "folds", c.folds());
+  SetCount(L, "completed_rows", c.completed_rows());
   SetCountMap(L, "rx", c.rx_by_op());
   SetCountMap(L, "drops", c.drops());
 }

@@ -44,6 +44,7 @@ v1::JobCounters CountersToProto(const dataplane::JobCounters& c) {
   }
   p.set_saturations(c.saturations);
   p.set_folds(c.folds);
+  p.set_completed_rows(c.completed_rows);
   p.set_releases(c.releases);
   p.set_nacks(c.nacks);
   p.set_errors(c.errors);

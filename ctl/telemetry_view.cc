@@ -40,8 +40,10 @@ std::string Summary(const v1::JobTelemetry& t) {
                      FormatClock(t.high()), YesNo(t.finished()), YesNo(t.saturated()));
   out += "received " + CountsText(c.rx_by_op()) + "\n";
   out += "drops " + CountsText(c.drops()) + "\n";
-  out += fmt::format("releases {}  nacks {}  errors {}  swaps {}  folds {}  saturations {}\n",
-                     c.releases(), c.nacks(), c.errors(), c.swaps(), c.folds(), c.saturations());
+  out += fmt::format(
+      "releases {}  nacks {}  errors {}  swaps {}  folds {}  completed rows {}  saturations {}\n",
+      c.releases(), c.nacks(), c.errors(), c.swaps(), c.folds(), c.completed_rows(),
+      c.saturations());
   return out;
 }
 

@@ -28,6 +28,7 @@ void MaybeFoldRow(JobState& job, uint32_t row) {
   const uint32_t clamps = AddRowSaturating(vis, pen, n);
   std::fill(pen, pen + n, 0);
   job.pending_clock[row] = proto::kNoClock;
+  job.pending_incs[row] = 0;
   ++job.counters.folds;
   NoteClamps(job, clamps);
 }
@@ -44,14 +45,15 @@ bool ExactRead(const JobState& job, uint32_t clock) {
   return job.max_released == proto::kNoClock || proto::ClockDiff(job.max_released, clock) < 0;
 }
 
-bool ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
-              const uint8_t* be_values) {
+IncOutcome ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
+                    const uint8_t* be_values) {
   uint32_t& tag = job.TagsOf(worker)[row];
-  if (tag == clock) return false;
+  if (tag == clock) return IncOutcome::kDuplicate;
   tag = clock;
 
   MaybeFoldRow(job, row);
   int32_t* dst = job.VisibleRow(row);
+  bool complete = false;
   if (ExactAt(job, clock)) {
     uint32_t& pc = job.pending_clock[row];
     // In steady exact mode the pending row is empty or holds this clock; a
@@ -60,10 +62,24 @@ bool ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
     if (pc == proto::kNoClock || pc == clock) {
       pc = clock;
       dst = job.PendingRow(row);
+      // The tag makes each rank count once per clock, so N counts mean every
+      // rank's INC of this clock is in.
+      complete = ++job.pending_incs[row] == job.config.workers;
     }
   }
   NoteClamps(job, AddRowFromBigEndian(dst, be_values, job.config.RowLength(row)));
-  return true;
+  return complete ? IncOutcome::kRowComplete : IncOutcome::kApplied;
+}
+
+bool CompletedRowExact(const JobState& job, uint32_t clock) {
+  return job.max_released == proto::kNoClock || proto::ClockDiff(job.max_released, clock) < 0;
+}
+
+uint32_t ReadCompletedRow(JobState& job, uint32_t row, uint8_t* out_be) {
+  const uint32_t clamps = StoreRowSumBigEndian(out_be, job.VisibleRow(row), job.PendingRow(row),
+                                               job.config.RowLength(row));
+  NoteClamps(job, clamps);
+  return clamps;
 }
 
 uint32_t ReadRow(JobState& job, uint32_t row, bool exact, uint8_t* out_be) {

@@ -13,6 +13,12 @@
 //   READ at clock t, exact mode: visible[r]   (= the model after clock t-1)
 //   READ otherwise:              visible[r] + pending[r] (the live table)
 //
+// pending_incs[r] counts the ranks whose INC of pending_clock[r] pending
+// holds. When it reaches N the row is complete: visible + pending is the
+// model after clock t, which the INC that completed it sends to the job's
+// reply group (requests.cc; docs/protocol.md, "completed row") — as a P4
+// register action adds the INC and reads the sum out into the packet.
+//
 // Additions saturate at the int32 range; each clamp is counted and marks the
 // job saturated, which every reply then reports.
 //
@@ -42,11 +48,27 @@ bool ExactAt(const JobState& job, uint32_t clock);
 // next-clock updates. One register compare, like the rest of the stage.
 bool ExactRead(const JobState& job, uint32_t clock);
 
+enum class IncOutcome : uint8_t {
+  kDuplicate,  // this (worker, clock, row) was already applied: nothing changed
+  kApplied,
+  kRowComplete,  // applied in exact mode, and every rank has now INC'd the row at this clock
+};
+
 // Adds the INC's big-endian values to row r for (worker, clock). The caller
-// has validated rank, row, count and clock. Returns false (and changes
-// nothing) if this (worker, clock, row) was already applied.
-bool ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
-              const uint8_t* be_values);
+// has validated rank, row, count and clock.
+IncOutcome ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
+                    const uint8_t* be_values);
+
+// True if row r, complete at `clock` (ApplyInc said kRowComplete), holds the
+// model after `clock` and nothing later: no rank has been released from
+// `clock` yet (one released by a non-exact rule INCs `clock + 1` straight into
+// the visible table).
+bool CompletedRowExact(const JobState& job, uint32_t clock);
+
+// Writes row r's live sum, visible + pending (the model after the clock that
+// completed it), into `out_be`; returns how many sums were clamped (counted
+// and marking the job saturated).
+uint32_t ReadCompletedRow(JobState& job, uint32_t row, uint8_t* out_be);
 
 // Writes row r into `out_be` (big-endian, RowLength(r) values): the visible
 // model if `exact` (ExactAt the reader's clock), else the live table

@@ -90,6 +90,7 @@ struct BasicJobCounters {
   std::array<Count, kNumDropReasons> drops = {};       // by reason
   Count saturations = 0;  // values clamped to the int32 range (additions, live reads)
   Count folds = 0;        // pending rows folded into the visible model
+  Count completed_rows = 0;  // rows sent to the reply group by the INC completing them
   Count releases = 0;
   Count nacks = 0;
   Count errors = 0;
@@ -98,8 +99,8 @@ struct BasicJobCounters {
   BasicJobCounters() = default;
   template <class Other>
   explicit BasicJobCounters(const BasicJobCounters<Other>& o)
-      : saturations(o.saturations), folds(o.folds), releases(o.releases), nacks(o.nacks),
-        errors(o.errors), swaps(o.swaps) {
+      : saturations(o.saturations), folds(o.folds), completed_rows(o.completed_rows),
+        releases(o.releases), nacks(o.nacks), errors(o.errors), swaps(o.swaps) {
     for (size_t i = 0; i < rx_by_op.size(); ++i) rx_by_op[i] = o.rx_by_op[i];
     for (size_t i = 0; i < drops.size(); ++i) drops[i] = o.drops[i];
   }

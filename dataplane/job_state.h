@@ -89,6 +89,9 @@ struct JobState {
   std::vector<int32_t> visible;         // the model readers see
   std::vector<int32_t> pending;         // exact-mode INCs of clock pending_clock[r]
   std::vector<uint32_t> pending_clock;  // per row; kNoClock = pending is empty
+  // Per row: how many ranks' INCs of pending_clock[r] pending holds (a row
+  // all N ranks INC'd is complete: aggregation_table.h).
+  std::vector<uint32_t> pending_incs;
   // inc_tag[w * rows + r]: the clock at which rank w's INC of row r was last applied.
   std::vector<uint32_t> inc_tag;
 

@@ -100,7 +100,7 @@ ProcessResult Pipeline::ProcessLocked(JobState& job, bool exclusive, const proto
   switch (h.op) {
     case proto::Op::kJoin: return HandleJoin(job, pkt, src, local, now, out);
     case proto::Op::kRead: return HandleRead(job, pkt, src, local, now, out);
-    case proto::Op::kInc: return HandleInc(job, pkt, src, now);
+    case proto::Op::kInc: return HandleInc(job, pkt, src, local, now, out);
     case proto::Op::kClock: return HandleClock(job, pkt, src, local, now, out);
     case proto::Op::kLeave: return HandleLeave(job, pkt, src, local, now, out);
     default: break;

@@ -88,6 +88,32 @@ void EmitNack(JobState& job, uint32_t worker, uint32_t clock, uint32_t announced
   job.counters.nacks.AddExclusive(1);
 }
 
+// A reply's live sum was clamped after its header was written: flags the
+// reply whose values start at `values` SATURATED.
+void FlagSaturated(uint8_t* values) {
+  uint8_t* flags = values - proto::kHeaderSize + proto::kOffFlags;
+  proto::StoreU16(flags, static_cast<uint16_t>(proto::LoadU16(flags) | proto::flags::kSaturated));
+}
+
+// Row `row`, just completed at `clock` by every rank's INC, to the job's reply
+// group as the exact row of clock + 1 (docs/protocol.md, "completed row"): the
+// ranks receive it while they still push and wait, instead of READing it
+// after their RELEASE. REQUIRES: the row's stripe.
+void EmitCompletedRow(JobState& job, uint32_t clock, uint32_t row, const proto::Endpoint& local,
+                      Output* out) {
+  const uint32_t next = clock + 1;
+  if (out == nullptr || !job.config.group.valid() || next == proto::kNoClock ||
+      !CompletedRowExact(job, clock)) {
+    return;
+  }
+  const uint16_t n = static_cast<uint16_t>(job.config.RowLength(row));
+  uint8_t* v = EmitReplyRaw(job, job.config.group, local, proto::Op::kReadReply, proto::kNoWorker,
+                            next, row, proto::flags::kExact | proto::flags::kGroup, n, out);
+  if (v == nullptr) return;
+  if (ReadCompletedRow(job, row, v) > 0) FlagSaturated(v);
+  ++job.counters.completed_rows;
+}
+
 }  // namespace
 
 ProcessResult HandleJoin(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
@@ -147,20 +173,16 @@ ProcessResult HandleRead(JobState& job, const proto::PacketView& pkt, const prot
   uint8_t* v = EmitReplyRaw(job, to_group ? job.config.group : src, local, proto::Op::kReadReply,
                             h.worker, h.clock, h.row, reply_flags, n, out);
   if (v == nullptr) return {Verdict::kDropped, DropReason::kNone};
-  if (ReadRow(job, h.row, exact, v) > 0) {
-    // The live sum was clamped after the header was written: flag this reply.
-    uint8_t* flags = v - proto::kHeaderSize + proto::kOffFlags;
-    proto::StoreU16(flags, static_cast<uint16_t>(proto::LoadU16(flags) | proto::flags::kSaturated));
-  }
+  if (ReadRow(job, h.row, exact, v) > 0) FlagSaturated(v);
   ++w.counters.reads;
   return {Verdict::kReplied};
 }
 
 ProcessResult HandleInc(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
-                        Timestamp now) {
+                        const proto::Endpoint& local, Timestamp now, Output* out) {
   const proto::Header& h = pkt.header;
   ProcessResult result;
-  // INC never gets a reply, refused or not.
+  // INC never gets a reply, refused or not (only a row it completes is sent).
   if (!SenderOk(job, h, src, proto::Endpoint{}, now, nullptr, &result)) return result;
   if (h.row >= job.rows) return Drop(job, DropReason::kBadRow);
   if (h.count != job.config.RowLength(h.row)) return Drop(job, DropReason::kBadRowLength);
@@ -170,14 +192,15 @@ ProcessResult HandleInc(JobState& job, const proto::PacketView& pkt, const proto
   if (d < 0) return Drop(job, DropReason::kIncStale);
   if (d > 0 || !w.released) return Drop(job, DropReason::kIncEarly);
   if (h.clock == 0 && h.worker != 0) return Drop(job, DropReason::kIncSeedNotRank0);
-  bool applied;
+  IncOutcome outcome;
   {
     RowGuard row_guard(job.row_locks, h.row);
-    applied = ApplyInc(job, h.worker, h.clock, h.row, pkt.values);
+    outcome = ApplyInc(job, h.worker, h.clock, h.row, pkt.values);
+    if (outcome == IncOutcome::kRowComplete) EmitCompletedRow(job, h.clock, h.row, local, out);
   }
   // Counted after the row is released: a CLOCK, which reads rows_this_clock,
   // waits for this packet's shared lock anyway.
-  if (!applied) {
+  if (outcome == IncOutcome::kDuplicate) {
     ++w.counters.incs_duplicate;
     return Drop(job, DropReason::kIncDuplicate);
   }

@@ -22,8 +22,10 @@ ProcessResult HandleJoin(JobState& job, const proto::PacketView& pkt, const prot
                          const proto::Endpoint& local, Timestamp now, Output* out);
 ProcessResult HandleRead(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
                          const proto::Endpoint& local, Timestamp now, Output* out);
+// An INC gets no reply, but the INC that completes a row (every rank INC'd
+// it at this clock, in exact mode) sends the row to the job's reply group.
 ProcessResult HandleInc(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
-                        Timestamp now);
+                        const proto::Endpoint& local, Timestamp now, Output* out);
 ProcessResult HandleClock(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
                           const proto::Endpoint& local, Timestamp now, Output* out);
 // A LEAVE of a rank that is not live is answered, but its FINISHED flag is

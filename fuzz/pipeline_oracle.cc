@@ -64,7 +64,10 @@ std::string Digest(const JobSnapshot& j, bool with_counters) {
     const dataplane::JobCounters& c = t.counters;
     for (uint64_t v : c.rx_by_op) Put(&s, v);
     for (uint64_t v : c.drops) Put(&s, v);
-    for (uint64_t v : {c.saturations, c.folds, c.releases, c.nacks, c.errors, c.swaps}) Put(&s, v);
+    for (uint64_t v :
+         {c.saturations, c.folds, c.completed_rows, c.releases, c.nacks, c.errors, c.swaps}) {
+      Put(&s, v);
+    }
   }
   for (const dataplane::WorkerTelemetry& w : t.workers) {
     for (uint64_t v :

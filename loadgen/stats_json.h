@@ -11,6 +11,7 @@ namespace serene::loadgen {
 inline void StatsToJson(const ClientStats& s, nlohmann::json* j) {
   (*j)["packets_sent"] = s.packets_sent;
   (*j)["packets_received"] = s.packets_received;
+  (*j)["reads"] = s.reads;
   (*j)["read_retransmits"] = s.read_retransmits;
   (*j)["clock_retransmits"] = s.clock_retransmits;
   (*j)["nacks"] = s.nacks;
@@ -23,6 +24,7 @@ inline void StatsToJson(const ClientStats& s, nlohmann::json* j) {
 inline void StatsFromJson(const nlohmann::json& j, ClientStats* s) {
   s->packets_sent = j.at("packets_sent");
   s->packets_received = j.at("packets_received");
+  s->reads = j.at("reads");
   s->read_retransmits = j.at("read_retransmits");
   s->clock_retransmits = j.at("clock_retransmits");
   s->nacks = j.at("nacks");

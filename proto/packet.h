@@ -114,6 +114,10 @@ std::string_view ErrorName(ErrorCode code);
 // modulo 2^32, so kNoClock is the clock before 0.
 inline constexpr uint32_t kNoClock = 0xFFFFFFFFu;
 
+// `worker` of a reply no rank asked for: a completed row the switch sends to
+// the job's reply group (docs/protocol.md, INC).
+inline constexpr uint16_t kNoWorker = 0xFFFF;
+
 // Signed distance a - b between clocks, modulo 2^32 (serial-number arithmetic).
 constexpr int64_t ClockDiff(uint32_t a, uint32_t b) {
   return static_cast<int32_t>(a - b);

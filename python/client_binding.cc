@@ -220,6 +220,7 @@ void BindResults(py::module_& m) {
   py::class_<ClientStats>(m, "ClientStats", "Counters of one client; times in seconds.")
       .def_readonly("packets_sent", &ClientStats::packets_sent)
       .def_readonly("packets_received", &ClientStats::packets_received)
+      .def_readonly("reads", &ClientStats::reads)
       .def_readonly("read_retransmits", &ClientStats::read_retransmits)
       .def_readonly("clock_retransmits", &ClientStats::clock_retransmits)
       .def_readonly("probes", &ClientStats::probes)

@@ -39,9 +39,9 @@ void Job(Out out, const dataplane::JobTelemetry& t) {
     if (proto::IsRequest(o)) fmt::format_to(out, " {}={}", proto::OpName(o), c.rx_by_op[op]);
   }
   fmt::format_to(out,
-                 "\n  replies: releases={} nacks={} errors={}; table: saturations={} folds={}; "
-                 "swaps={}\n",
-                 c.releases, c.nacks, c.errors, c.saturations, c.folds, c.swaps);
+                 "\n  replies: releases={} nacks={} errors={}; table: saturations={} folds={} "
+                 "completed_rows={}; swaps={}\n",
+                 c.releases, c.nacks, c.errors, c.saturations, c.folds, c.completed_rows, c.swaps);
   fmt::format_to(out, "  drops:");
   bool any = false;
   for (size_t r = 0; r < dataplane::kNumDropReasons; ++r) {

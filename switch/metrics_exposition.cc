@@ -357,6 +357,9 @@ void Jobs(Writer& w, const std::vector<JobTelemetry>& jobs) {
   PerJob(w, jobs, "serene_job_folds_total", kCounter,
          "Pending rows folded into the visible model (exact mode).",
          [](const JobTelemetry& t) { return t.counters.folds; });
+  PerJob(w, jobs, "serene_job_completed_rows_total", kCounter,
+         "Rows sent to the reply group by the INC that completed them (exact mode).",
+         [](const JobTelemetry& t) { return t.counters.completed_rows; });
   PerJob(w, jobs, "serene_job_saturations_total", kCounter, "Additions clamped to the int32 range.",
          [](const JobTelemetry& t) { return t.counters.saturations; });
 }

@@ -132,6 +132,7 @@ struct ClockResult {
 struct ClientStats {
   uint64_t packets_sent = 0;
   uint64_t packets_received = 0;
+  uint64_t reads = 0;  // READs sent (first transmissions): rows the group did not bring
   uint64_t read_retransmits = 0;
   uint64_t clock_retransmits = 0;
   uint64_t probes = 0;          // JOINs sent while waiting, to check the switch is alive
@@ -140,8 +141,9 @@ struct ClientStats {
   uint64_t stale_replies = 0;   // replies for another clock/row (late duplicates)
   uint64_t rejoins = 0;
   uint64_t switch_restarts = 0;  // times the switch had lost the job and it was re-seeded
-  // Rows that arrived through the job's reply group, answering another
-  // rank's READ: each is one READ this rank did not send.
+  // Rows that arrived through the job's reply group (answering another
+  // rank's READ, or completed by the ranks' INCs): each is one READ this
+  // rank did not send.
   uint64_t group_rows = 0;
   std::chrono::nanoseconds pull_time{0};
   std::chrono::nanoseconds push_time{0};

@@ -114,5 +114,74 @@ TEST(GroupRead, TheFlagIsIgnoredWithoutAGroupOrAnExactRow) {
   EXPECT_EQ(e[0].header.flags & flags::kGroup, 0);
 }
 
+std::vector<Emitted> IncOf(Harness& h, uint16_t w, uint32_t clock, uint32_t row,
+                           std::vector<int32_t> v) {
+  return h.Send(h.Req(Op::kInc, w).Clock(clock).Row(row).Values(std::move(v)), w);
+}
+
+TEST(GroupCompletedRow, TheIncThatCompletesARowSendsItToTheGroupAsTheNextClocksExactRow) {
+  Harness h;
+  h.CreateJob(GroupJob(BarrierParams::Sync()));
+  h.JoinAll(2);
+  h.Seed({1, 2, 3, 4, 5, 6});
+  EXPECT_TRUE(IncOf(h, 0, 1, 1, {10, 10, 10}).empty()) << "rank 1 has not INC'd row 1 yet";
+  auto e = IncOf(h, 1, 1, 1, {20, 20, 20});
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].header.op, Op::kReadReply);
+  EXPECT_EQ(e[0].dst, Group());
+  EXPECT_EQ(e[0].header.worker, proto::kNoWorker) << "no rank asked for it";
+  EXPECT_EQ(e[0].header.clock, 2u) << "the row of the next clock";
+  EXPECT_EQ(e[0].header.row, 1u);
+  EXPECT_EQ(e[0].header.flags & (flags::kGroup | flags::kExact), flags::kGroup | flags::kExact);
+  EXPECT_EQ(e[0].values, (std::vector<int32_t>{34, 35, 36}));
+  // A duplicate completes nothing again; clock 1's exact READs still see
+  // the model after clock 0.
+  EXPECT_TRUE(IncOf(h, 1, 1, 1, {20, 20, 20}).empty());
+  auto r = h.Read(0, 1, 1);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->values, (std::vector<int32_t>{4, 5, 6}));
+  EXPECT_EQ(h.Telemetry().counters.completed_rows, 1u);
+  // Row 0, INC'd by rank 1 only, is not complete: READ at clock 2 as before.
+  EXPECT_TRUE(IncOf(h, 1, 1, 0, {1, 1, 1}).empty());
+  h.Clock(0, 1, 1);
+  h.Clock(1, 1, 2);
+  // What a READ of clock 2 returns is what the group got.
+  r = h.Read(0, 2, 1);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->values, (std::vector<int32_t>{34, 35, 36}));
+  EXPECT_EQ(r->header.flags & flags::kExact, flags::kExact);
+  // Clock 2: both ranks INC row 1 again; the second completes it.
+  EXPECT_TRUE(IncOf(h, 1, 2, 1, {1, 1, 1}).empty());
+  e = IncOf(h, 0, 2, 1, {2, 2, 2});
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].header.clock, 3u);
+  EXPECT_EQ(e[0].values, (std::vector<int32_t>{37, 38, 39}));
+  EXPECT_EQ(h.Telemetry().counters.completed_rows, 2u);
+}
+
+TEST(GroupCompletedRow, NotSentWithoutAGroupNorWhenTheTableIsLive) {
+  Harness no_group;
+  no_group.CreateJob(TestJob(2, BarrierParams::Sync(), 6, 3));
+  no_group.JoinAll(2);
+  no_group.Seed({1, 2, 3, 4, 5, 6});
+  EXPECT_TRUE(IncOf(no_group, 0, 1, 0, {1, 1, 1}).empty());
+  EXPECT_TRUE(IncOf(no_group, 1, 1, 0, {1, 1, 1}).empty()) << "no group: nowhere to send it";
+
+  // SSP INCs go to the live table: a row is never "the model after clock c".
+  Harness ssp;
+  ssp.CreateJob(GroupJob(BarrierParams::Ssp(1)));
+  ssp.JoinAll(2);
+  ssp.Seed({1, 2, 3, 4, 5, 6});
+  EXPECT_TRUE(IncOf(ssp, 0, 1, 0, {1, 1, 1}).empty());
+  EXPECT_TRUE(IncOf(ssp, 1, 1, 0, {1, 1, 1}).empty());
+  EXPECT_EQ(ssp.Telemetry().counters.completed_rows, 0u);
+
+  // Clock 0 seeds the visible table directly: nothing is sent for clock 1.
+  Harness seed;
+  seed.CreateJob(GroupJob(BarrierParams::Sync()));
+  seed.JoinAll(2);
+  EXPECT_TRUE(IncOf(seed, 0, 0, 0, {1, 2, 3}).empty());
+}
+
 }  // namespace
 }  // namespace serene::testing
