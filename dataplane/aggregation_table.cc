@@ -40,9 +40,12 @@ bool ExactAt(const JobState& job, uint32_t clock) {
   return BankFor(job, clock - 1).params.Exact(job.config.workers);
 }
 
-bool ExactRead(const JobState& job, uint32_t clock) {
-  if (!ExactAt(job, clock)) return false;
+bool NoRankReleasedFrom(const JobState& job, uint32_t clock) {
   return job.max_released == proto::kNoClock || proto::ClockDiff(job.max_released, clock) < 0;
+}
+
+bool ExactRead(const JobState& job, uint32_t clock) {
+  return ExactAt(job, clock) && NoRankReleasedFrom(job, clock);
 }
 
 IncOutcome ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
@@ -71,16 +74,6 @@ IncOutcome ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row
   return complete ? IncOutcome::kRowComplete : IncOutcome::kApplied;
 }
 
-bool CompletedRowExact(const JobState& job, uint32_t clock) {
-  return job.max_released == proto::kNoClock || proto::ClockDiff(job.max_released, clock) < 0;
-}
-
-uint32_t ReadCompletedRow(JobState& job, uint32_t row, uint8_t* out_be) {
-  const uint32_t clamps = StoreRowSumBigEndian(out_be, job.VisibleRow(row), job.PendingRow(row),
-                                               job.config.RowLength(row));
-  NoteClamps(job, clamps);
-  return clamps;
-}
 
 uint32_t ReadRow(JobState& job, uint32_t row, bool exact, uint8_t* out_be) {
   const int32_t* vis = job.VisibleRow(row);

@@ -40,8 +40,8 @@ void MaybeFoldRow(JobState& job, uint32_t row);
 // True if INCs of, and READs at, clock t are served in exact mode.
 bool ExactAt(const JobState& job, uint32_t clock);
 
-// True if a READ at clock t can be served exactly: ExactAt(t), and no rank
-// has been released from clock t yet. The second condition matters across a
+// True if a READ at clock t can be served exactly: ExactAt(t), and
+// NoRankReleasedFrom(t). The second condition matters across a
 // swap from an exact to a non-exact rule effective at t: a rank released from
 // t by the new rule INCs clock t+1 straight into the visible table, so a rank
 // still in t would read (and be told EXACT of) a model holding its peers'
@@ -59,16 +59,11 @@ enum class IncOutcome : uint8_t {
 IncOutcome ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row,
                     const uint8_t* be_values);
 
-// True if row r, complete at `clock` (ApplyInc said kRowComplete), holds the
-// model after `clock` and nothing later: no rank has been released from
-// `clock` yet (one released by a non-exact rule INCs `clock + 1` straight into
-// the visible table).
-bool CompletedRowExact(const JobState& job, uint32_t clock);
-
-// Writes row r's live sum, visible + pending (the model after the clock that
-// completed it), into `out_be`; returns how many sums were clamped (counted
-// and marking the job saturated).
-uint32_t ReadCompletedRow(JobState& job, uint32_t row, uint8_t* out_be);
+// True if no rank has been released from `clock` yet: none can have INC'd
+// `clock + 1` (a rank released by a non-exact rule INCs it straight into the
+// visible table). So a row complete at `clock` (ApplyInc said kRowComplete)
+// holds, in its live table, the model after `clock` and nothing later.
+bool NoRankReleasedFrom(const JobState& job, uint32_t clock);
 
 // Writes row r into `out_be` (big-endian, RowLength(r) values): the visible
 // model if `exact` (ExactAt the reader's clock), else the live table

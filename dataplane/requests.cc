@@ -103,14 +103,15 @@ void EmitCompletedRow(JobState& job, uint32_t clock, uint32_t row, const proto::
                       Output* out) {
   const uint32_t next = clock + 1;
   if (out == nullptr || !job.config.group.valid() || next == proto::kNoClock ||
-      !CompletedRowExact(job, clock)) {
+      !NoRankReleasedFrom(job, clock)) {
     return;
   }
   const uint16_t n = static_cast<uint16_t>(job.config.RowLength(row));
   uint8_t* v = EmitReplyRaw(job, job.config.group, local, proto::Op::kReadReply, proto::kNoWorker,
                             next, row, proto::flags::kExact | proto::flags::kGroup, n, out);
   if (v == nullptr) return;
-  if (ReadCompletedRow(job, row, v) > 0) FlagSaturated(v);
+  // The live table (visible + pending) is the model after `clock`.
+  if (ReadRow(job, row, /*exact=*/false, v) > 0) FlagSaturated(v);
   ++job.counters.completed_rows;
 }
 
