@@ -39,8 +39,8 @@ struct CommFlags {
 CLI::App* AddBenchComm(CLI::App* app) {
   CLI::App* comm = app->add_subcommand(
       "comm",
-      "Serene (its own switch, N worker processes: pull + push + clock per iteration, every "
-      "pull checked) against Gloo's allreduce of the same vector over the same N processes "
+      "Serene (its own switch, N worker processes: push + clock + pull per iteration, every "
+      "model checked) against Gloo's allreduce of the same vector over the same N processes "
       "(each algorithm, every sum checked), interleaved; prints a table and, as its last "
       "line, JSON with the medians per iteration");
   comm->add_option("--workers,-n", flags.workers, "Worker processes")->check(CLI::Range(1, 256));

@@ -46,8 +46,10 @@ Status PullOp::Start() {
   if (early_ != nullptr) {
     for (uint32_t r = 0; r < rows_; ++r) {
       if (!early_->Has(r, clock_)) continue;
+      // Rows usually landed in `model` itself (EarlyRows::LandIn).
       const auto row = early_->Row(r);
-      std::copy(row.begin(), row.end(), model_.begin() + static_cast<ptrdiff_t>(r) * row_width_);
+      int32_t* to = model_.data() + size_t{r} * row_width_;
+      if (row.data() != to) std::copy(row.begin(), row.end(), to);
       Got(r, start_);
       ++stats_->group_rows;
     }
@@ -136,7 +138,8 @@ void PullOp::Got(uint32_t r, SteadyClock::time_point now) {
   if (!mirror_.empty()) {
     const size_t begin = size_t{r} * row_width_;
     const auto row = model_.subspan(begin, std::min<size_t>(row_width_, elements_ - begin));
-    std::copy(row.begin(), row.end(), mirror_.begin() + static_cast<ptrdiff_t>(begin));
+    int32_t* to = mirror_.data() + begin;
+    if (row.data() != to) std::copy(row.begin(), row.end(), to);
   }
   const uint32_t index = r >= first_row_ ? r - first_row_ : r + rows_ - first_row_;
   if (index < share_ && --own_left_ == 0 && foreign_at_ == SteadyClock::time_point::max()) {

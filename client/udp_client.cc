@@ -26,7 +26,18 @@ UdpClient::UdpClient(const ClientOptions& options, net::UdpSocket socket,
                      proto::Endpoint switch_ep)
     : options_(options), transport_(options_, std::move(socket), switch_ep, &stats_) {}
 
-Status UdpClient::Run(Operation& op) { return RunOperation(transport_, op, &stats_, &early_); }
+Status UdpClient::Run(Operation& op) {
+  early_.SetFloor(rank_.clock());
+  return RunOperation(transport_, op, &stats_, &early_);
+}
+
+Status UdpClient::CheckSize(const char* call, const char* what, size_t size) const {
+  if (!rank_.joined) return Status::FailedPrecondition(std::string(call) + " before Join()");
+  if (size == rank_.info.elements) return Status::Ok();
+  return Status::InvalidArgument(std::string(call) + ": " + what + " has " +
+                                 std::to_string(size) + " elements, job has " +
+                                 std::to_string(rank_.info.elements));
+}
 
 Status UdpClient::SaturationError() const {
   return Status::FailedPrecondition(
@@ -69,6 +80,7 @@ Status UdpClient::Adopt(const JobInfo& ack) {
   if (options_.group && !ack.group.empty()) (void)transport_.OpenGroup(ack.group, ack.elements * 4);
   // Rows kept from before this JOIN may be of another incarnation's model.
   early_.Reset(ack, transport_.group_open());
+  early_.LandIn(pull_buf_);
   rank_.done = ack.done;
   rank_.pushed = false;
   rank_.joined = true;
@@ -179,11 +191,7 @@ Status UdpClient::Initialize(std::span<float> model) {
 }
 
 Status UdpClient::Pull(std::span<float> model) {
-  if (!rank_.joined) return Status::FailedPrecondition("Pull() before Join()");
-  if (model.size() != rank_.info.elements) {
-    return Status::InvalidArgument("Pull(): model has " + std::to_string(model.size()) +
-                                   " elements, job has " + std::to_string(rank_.info.elements));
-  }
+  if (Status s = CheckSize("Pull()", "model", model.size()); !s.ok()) return s;
   Status s = PullRows(pull_buf_, {});
   if (!s.ok()) return s;
   if (options_.rank == 0) KeepPulledAsSeed();
@@ -192,11 +200,7 @@ Status UdpClient::Pull(std::span<float> model) {
 }
 
 Status UdpClient::PullFixed(std::span<int32_t> model) {
-  if (!rank_.joined) return Status::FailedPrecondition("Pull() before Join()");
-  if (model.size() != rank_.info.elements) {
-    return Status::InvalidArgument("Pull(): model has " + std::to_string(model.size()) +
-                                   " elements, job has " + std::to_string(rank_.info.elements));
-  }
+  if (Status s = CheckSize("Pull()", "model", model.size()); !s.ok()) return s;
   // Rank 0 keeps a copy of the caller's model, made row by row as it lands.
   Status s = PullRows(model, options_.rank == 0 ? std::span<int32_t>(pull_buf_)
                                                 : std::span<int32_t>());
@@ -210,10 +214,12 @@ void UdpClient::KeepPulledAsSeed() {
   // landing area (a swap, not a copy of the model).
   std::swap(pull_buf_, seed_);
   seeded_ = true;
+  early_.LandIn(pull_buf_);
 }
 
 Status UdpClient::TakeQueuedGroupRows() {
   if (!transport_.group_open()) return Status::Ok();
+  early_.SetFloor(rank_.clock());
   do {
     Status s = transport_.Receive(SteadyClock::duration::zero(), [&](const proto::PacketView& v) {
       if (!early_.Offer(v)) ++stats_.stale_replies;
@@ -257,11 +263,7 @@ Status UdpClient::PullRows(std::span<int32_t> model, std::span<int32_t> mirror) 
 }
 
 Status UdpClient::Push(std::span<const float> update) {
-  if (!rank_.joined) return Status::FailedPrecondition("Push() before Join()");
-  if (update.size() != rank_.info.elements) {
-    return Status::InvalidArgument("Push(): update has " + std::to_string(update.size()) +
-                                   " elements, job has " + std::to_string(rank_.info.elements));
-  }
+  if (Status s = CheckSize("Push()", "update", update.size()); !s.ok()) return s;
   Status q = Quantize(update, rank_.info.scale_log2, rank_.inc);
   if (!q.ok()) {
     return Status::InvalidArgument("Push() at clock " + ClockText(clock()) + ": " + q.message());
@@ -270,11 +272,7 @@ Status UdpClient::Push(std::span<const float> update) {
 }
 
 Status UdpClient::PushFixed(std::span<const int32_t> update) {
-  if (!rank_.joined) return Status::FailedPrecondition("Push() before Join()");
-  if (update.size() != rank_.info.elements) {
-    return Status::InvalidArgument("Push(): update has " + std::to_string(update.size()) +
-                                   " elements, job has " + std::to_string(rank_.info.elements));
-  }
+  if (Status s = CheckSize("Push()", "update", update.size()); !s.ok()) return s;
   if (clock() == 0 && options_.rank != 0) {
     return Status::InvalidArgument(
         "Push() at clock 0 from rank " + std::to_string(options_.rank) +
@@ -341,6 +339,33 @@ Result<ClockResult> UdpClient::Clock() {
   restarted_ = false;
   stats_.clock_wait += r.waited;
   if (transport_.saturated() && options_.fail_on_saturation) return SaturationError();
+  return r;
+}
+
+Result<ClockResult> UdpClient::Exchange(std::span<const float> update, std::span<float> model) {
+  if (Status s = CheckSize("Exchange()", "model", model.size()); !s.ok()) return s;
+  // Early rows land in pull_buf_, which Pull() dequantizes from.
+  if (Status s = Push(update); !s.ok()) return s;
+  Result<ClockResult> r = Clock();
+  if (!r.ok() || r->finished) return r;
+  if (Status s = Pull(model); !s.ok()) return s;
+  return r;
+}
+
+Result<ClockResult> UdpClient::ExchangeFixed(std::span<const int32_t> update,
+                                             std::span<int32_t> model) {
+  if (Status s = CheckSize("Exchange()", "model", model.size()); !s.ok()) return s;
+  if (Status s = PushFixed(update); !s.ok()) return s;
+  // The next clock's rows that come while the barrier waits land in the
+  // caller's model, not in pull_buf_ to be copied at the pull. (A JOIN on
+  // the way, after an eviction or a lost job, lands them in pull_buf_ again:
+  // the pull then copies them, as PullFixed does.)
+  early_.LandIn(model);
+  Result<ClockResult> r = Clock();
+  if (r.ok() && !r->finished) {
+    if (Status s = PullFixed(model); !s.ok()) r = s;
+  }
+  early_.LandIn(pull_buf_);
   return r;
 }
 

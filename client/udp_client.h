@@ -7,6 +7,7 @@
 //           the switch lost the rank -> Recover
 //   Push    INC every row (no wait); kept for NACK re-sends
 //   Clock   ClockOp; rejoined ahead -> the new clock; the job lost -> Recover
+//   Exchange Push, Clock, Pull; early rows land in the caller's model
 //   Recover the switch lost the job (restarted): JOIN the new incarnation;
 //           rank 0 re-seeds it with the newest model it pulled, every rank
 //           completes clock 0 again, and training goes on from there
@@ -37,6 +38,9 @@ class UdpClient final : public Client {
   Status Push(std::span<const float> update) override;
   Status PushFixed(std::span<const int32_t> update) override;
   Result<ClockResult> Clock() override;
+  Result<ClockResult> Exchange(std::span<const float> update, std::span<float> model) override;
+  Result<ClockResult> ExchangeFixed(std::span<const int32_t> update,
+                                    std::span<int32_t> model) override;
   Status Leave(bool finish_job) override;
 
   uint32_t clock() const override { return rank_.clock(); }
@@ -64,14 +68,16 @@ class UdpClient final : public Client {
   // still be unread behind it, and a pull would READ them again.
   Status TakeQueuedGroupRows();
   // Rank 0, after a pull into (or mirrored into) pull_buf_: that model
-  // becomes the seed.
+  // becomes the seed, and the old seed's buffer the landing area.
   void KeepPulledAsSeed();
+  // Checks a Pull/Push/Exchange buffer's size against the job.
+  Status CheckSize(const char* call, const char* what, size_t size) const;
 
   ClientOptions options_;
   ClientStats stats_;
   Transport transport_;
   RankState rank_;
-  EarlyRows early_;  // group rows that came before the pull of their clock
+  EarlyRows early_;  // group rows that came before the pull of their clock (in pull_buf_)
   bool finished_ = false;
   std::vector<int32_t> pull_buf_;  // Pull()'s fixed-point landing area (rank 0: PullFixed's mirror)
   std::vector<int32_t> seed_;      // rank 0: the newest model it pulled (re-seeds a lost job)

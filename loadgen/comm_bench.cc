@@ -152,6 +152,9 @@ CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
     if (!s.ok()) return fail(s.message());
   }
   if (auto seeded = c.Clock(); !seeded.ok()) return fail(seeded.status().message());
+  if (Status s = c.PullFixed(model); !s.ok()) return fail(s.message());
+  if (model != expect) return fail("serene pull of the seeded model differs from the seed");
+  ++rep.checks;
 
   rep.gloo_s.resize(plan.algorithms.size());
   rep.gloo_cpu_s.resize(plan.algorithms.size());
@@ -164,9 +167,8 @@ CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
     watchdog.Disarm();
     auto t0 = SteadyClock::now();
     double cpu0 = ProcessCpuSeconds();
-    if (Status s = c.PullFixed(model); !s.ok()) return fail(s.message());
-    if (Status s = c.PushFixed(update); !s.ok()) return fail(s.message());
-    auto r = c.Clock();
+    // Push, clock and pull the model after the clock: an allreduce's shape.
+    auto r = c.ExchangeFixed(update, model);
     if (!r.ok()) return fail(r.status().message());
     const double serene = Since(t0);
     if (measured) {
@@ -174,12 +176,12 @@ CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
       rep.serene_cpu_s.push_back(ProcessCpuSeconds() - cpu0);
     }
     for (size_t i = 0; i < n; ++i) {
+      expect[i] += SumOf(plan.workers, it, i);
       if (model[i] != expect[i]) {
-        return fail("serene pull at clock " + std::to_string(it) + ": element " +
+        return fail("serene model after clock " + std::to_string(it) + ": element " +
                     std::to_string(i) + " is " + std::to_string(model[i]) + ", expected " +
                     std::to_string(expect[i]));
       }
-      expect[i] += SumOf(plan.workers, it, i);
     }
     ++rep.checks;
 
@@ -213,12 +215,6 @@ CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
       ++rep.checks;
     }
   }
-  // The model after the last clock holds every update.
-  if (Status s = c.PullFixed(model); !s.ok()) return fail(s.message());
-  if (!std::equal(model.begin(), model.end(), expect.begin())) {
-    return fail("final serene model differs from the exact sum");
-  }
-  ++rep.checks;
   if (Status s = c.Leave(false); !s.ok()) return fail(s.message());
   // Every rank is done with every group before any closes its connections.
   watchdog.Arm("the last Gloo barrier");

@@ -2,7 +2,8 @@
 // the same N processes in one run (`serene-bench comm`).
 //
 // Every rank does, per iteration: [untimed] make its update, barrier;
-// [timed] Serene pull + push + clock; [untimed] check the pulled model
+// [timed] Serene push + clock + pull (Client::ExchangeFixed: the model
+// after the clock, an allreduce's shape); [untimed] check that model
 // against the exact sum; then for each Gloo algorithm: [untimed] fill the
 // buffer, barrier; [timed] allreduce; [untimed] check the sum. The barriers
 // (Gloo's, untimed) line the ranks up, so a timed phase never includes

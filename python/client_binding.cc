@@ -106,6 +106,19 @@ class PyClient {
     return Blocking("clock", [&] { return client_->Clock(); });
   }
 
+  ClockResult Exchange(py::handle update, py::handle out) {
+    ModelBuffer in = ModelBuffer::Acquire(update, Access::kRead, Elements(), "exchange");
+    ModelBuffer model = ModelBuffer::Acquire(out, Access::kWrite, Elements(), "exchange");
+    if (in.type() != model.type()) {
+      throw py::type_error(
+          "exchange: update and out must both be float32 or both int32 (fixed point)");
+    }
+    return Blocking("exchange", [&] {
+      return in.type() == ElementType::kFloat32 ? client_->Exchange(in.floats(), model.floats())
+                                                : client_->ExchangeFixed(in.ints(), model.ints());
+    });
+  }
+
   void Leave(bool finish_job) {
     Blocking("leave", [&] { return client_->Leave(finish_job); });
   }
@@ -274,6 +287,9 @@ call releases the GIL; every failure raises serene.Error with the C++ message.
       .def("push", &PyClient::Push, py::arg("update"),
            "INC `update` (float32, or int32 fixed point) into the model at the current clock.")
       .def("clock", &PyClient::Clock, "CLOCK: complete this clock, wait for the barrier.")
+      .def("exchange", &PyClient::Exchange, py::arg("update"), py::arg("out"),
+           "push(update), clock(), then pull(out) of the new clock (not if the job finished); "
+           "returns the ClockResult. Both float32, or both int32; may be the same buffer.")
       .def("leave", &PyClient::Leave, py::arg("finish_job") = false,
            "LEAVE the barrier; finish_job=True ends the job for every rank.")
       .def_property_readonly("current_clock",

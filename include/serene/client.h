@@ -18,6 +18,8 @@
 //     auto released = (*client)->Clock();  // waits as the policy says
 //     if (released->finished) break;
 //   }
+//
+// (Exchange(update, model) does Push, Clock and the next Pull in one call.)
 //   (*client)->Leave();
 //
 // Reliability: READs are pipelined (at most `window` in flight) and
@@ -180,6 +182,15 @@ class Client {
 
   // CLOCK: completes the current clock and blocks until released.
   virtual Result<ClockResult> Clock() = 0;
+
+  // Push(update), Clock(), then Pull(model) of the clock it released into: an
+  // allreduce's shape. Rows the switch sends before the pull starts (the
+  // group's completed rows) land straight in `model`, so the fixed-point
+  // form copies none twice. `update` and `model` may be the same buffer. If
+  // the job finished, `model` is left as it was (ClockResult::finished).
+  virtual Result<ClockResult> Exchange(std::span<const float> update, std::span<float> model) = 0;
+  virtual Result<ClockResult> ExchangeFixed(std::span<const int32_t> update,
+                                            std::span<int32_t> model) = 0;
 
   // LEAVE: takes this rank out of the barrier; with finish_job, ends the job
   // for every rank (they see ClockResult::finished).

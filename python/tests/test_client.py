@@ -51,6 +51,32 @@ def test_ranks_pull_push_clock_sums_exact(start_switch, workers):
     run_ranks(workers, rank_body)
 
 
+def test_exchange_is_push_clock_pull_in_float_and_fixed_point(start_switch):
+    workers, elements = 3, 700
+    address = start_switch(workers, elements)
+
+    def rank_body(rank):
+        with client_for(address, rank) as c:
+            info = c.join()
+            model = np.zeros(elements, np.float32)
+            c.initialize(model)
+            np.testing.assert_array_equal(model, 0)
+            step = sum(0.5 * (r + 1) for r in range(workers))
+            for it in range(1, 4):
+                result = c.exchange(np.full(elements, 0.5 * (rank + 1), np.float32), model)
+                assert c.current_clock == result.clock + 1 == it + 1
+                np.testing.assert_array_equal(model, np.float32(it * step))
+            # int32, with the update and the result in one buffer.
+            fixed = np.full(elements, rank + 1, np.int32)
+            c.exchange(fixed, fixed)
+            base = int(round(3 * step * 2.0**info.scale_log2))
+            np.testing.assert_array_equal(fixed, base + sum(range(1, workers + 1)))
+            with pytest.raises(TypeError, match="both be float32 or both int32"):
+                c.exchange(np.zeros(elements, np.float32), fixed)
+
+    run_ranks(workers, rank_body)
+
+
 def test_pull_writes_in_place_numpy_torch_and_int32(start_switch):
     elements = 300
     address = start_switch(1, elements)

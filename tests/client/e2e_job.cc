@@ -34,9 +34,49 @@ std::vector<std::vector<int32_t>> ExpectedModels(uint32_t world, size_t elements
   return models;
 }
 
+namespace {
+
+// One rank's steps with Exchange: a pull, then push + clock + pull per clock.
+void ExchangeSteps(Client& c, uint32_t rank, size_t elements, uint32_t clocks,
+                   const std::function<void(uint32_t, uint32_t)>& before_step, Steps steps,
+                   RankLog* log) {
+  std::vector<int32_t> fixed(elements), update(elements);
+  std::vector<float> model(elements);
+  log->status = steps == Steps::kExchange ? c.Pull(model) : c.PullFixed(fixed);
+  for (uint32_t clock = 1; clock <= clocks && log->status.ok(); ++clock) {
+    if (steps == Steps::kExchange) {
+      log->float_pulls.push_back(model);
+    } else {
+      log->pulls.push_back(fixed);
+    }
+    if (before_step) before_step(rank, clock);
+    if (steps == Steps::kExchangeFixed) {
+      log->status = Quantize(UpdateVector(rank, clock, elements), c.info().scale_log2, update);
+      if (!log->status.ok()) break;
+    }
+    Result<ClockResult> released = steps == Steps::kExchange
+                                       ? c.Exchange(UpdateVector(rank, clock, elements), model)
+                                       : c.ExchangeFixed(update, fixed);
+    if (!released.ok()) {
+      log->status = released.status();
+      break;
+    }
+    log->releases.push_back(*released);
+  }
+  if (!log->status.ok()) return;
+  if (steps == Steps::kExchange) {
+    log->float_pulls.push_back(model);
+  } else {
+    log->pulls.push_back(fixed);
+  }
+}
+
+}  // namespace
+
 std::vector<RankLog> RunJob(const std::vector<ClientOptions>& ranks, size_t elements,
                             uint32_t clocks,
-                            const std::function<void(uint32_t, uint32_t)>& before_step) {
+                            const std::function<void(uint32_t, uint32_t)>& before_step,
+                            Steps steps) {
   std::vector<RankLog> logs(ranks.size());
   std::vector<std::thread> threads;
   for (uint32_t rank = 0; rank < ranks.size(); ++rank) {
@@ -56,6 +96,11 @@ std::vector<RankLog> RunJob(const std::vector<ClientOptions>& ranks, size_t elem
       log.info = *info;
       std::vector<float> model = UpdateVector(0, 0, elements);
       log.status = c.Initialize(model);
+      if (log.status.ok() && steps != Steps::kPullPushClock) {
+        ExchangeSteps(c, rank, elements, clocks, before_step, steps, &log);
+        log.stats = c.stats();
+        return;
+      }
       std::vector<int32_t> fixed(elements);
       for (uint32_t clock = 1; clock <= clocks && log.status.ok(); ++clock) {
         if (before_step) before_step(rank, clock);

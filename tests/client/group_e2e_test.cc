@@ -80,6 +80,56 @@ TEST(GroupE2E, JoinAckAdvertisesTheGroupAndSyncPullsComeThroughIt) {
   EXPECT_LT(reads, 40u * 21 / 2) << "completed rows did not spare the READs of later clocks";
 }
 
+// Exchange: the completed rows that arrive while the barrier waits land in
+// the caller's model (fixed point) or the client's landing area (floats).
+TEST(GroupE2E, ExchangeTakesCompletedRowsStraightIntoTheModel) {
+  constexpr uint32_t kWorld = 4, kClocks = 20;
+  constexpr size_t kElements = 10'000;  // 40 rows of 256
+  for (testing::Steps steps : {testing::Steps::kExchangeFixed, testing::Steps::kExchange}) {
+    SCOPED_TRACE(steps == testing::Steps::kExchange ? "floats" : "fixed point");
+    SwitchProcess sw(
+        {"--job", "id=1,workers=4,elements=10000,key=0x5EED,policy=sync," + GroupSpec()});
+    ASSERT_TRUE(sw.ok()) << sw.output();
+    auto logs = RunJob(Ranks(sw, kWorld), kElements, kClocks, nullptr, steps);
+    if (steps == testing::Steps::kExchangeFixed) {
+      ExpectExact(logs, kElements, kClocks);
+    } else {
+      const auto expected = ExpectedModels(kWorld, kElements, kClocks);
+      std::vector<float> want(kElements);
+      for (size_t r = 0; r < logs.size(); ++r) {
+        ASSERT_TRUE(logs[r].status.ok()) << "rank " << r << ": " << logs[r].status.message();
+        ASSERT_EQ(logs[r].float_pulls.size(), kClocks + 1);
+        for (uint32_t c = 0; c <= kClocks; ++c) {
+          Dequantize(expected[c], 24, want);
+          ASSERT_EQ(logs[r].float_pulls[c], want) << "rank " << r << " pull at clock " << c + 1;
+        }
+      }
+    }
+    uint64_t reads = 0, group_rows = 0;
+    for (const auto& log : logs) {
+      reads += log.stats.reads;
+      group_rows += log.stats.group_rows;
+    }
+    EXPECT_GE(reads, 40u) << "clock 1's rows are READ";
+    EXPECT_LT(reads, 40u * 21 / 2) << "completed rows did not spare the READs of later clocks";
+    EXPECT_GT(group_rows, 40u * 20) << "most rows of clocks 2.. came through the group";
+  }
+}
+
+TEST(GroupE2E, ExchangeUnderLossDuplicationAndReorderingGivesBitIdenticalModels) {
+  constexpr uint32_t kWorld = 4, kClocks = 12;
+  constexpr size_t kElements = 5'000;
+  for (const char* fault : {"drop=0.1,seed=5,dir=tx", "drop=0.05,dup=0.1,reorder=0.1,seed=9,dir=both"}) {
+    SCOPED_TRACE(fault);
+    SwitchProcess sw({"--job", "id=1,workers=4,elements=5000,key=0x5EED,policy=sync," + GroupSpec(),
+                      "--fault", fault});
+    ASSERT_TRUE(sw.ok()) << sw.output();
+    auto logs = RunJob(Ranks(sw, kWorld), kElements, kClocks, nullptr,
+                       testing::Steps::kExchangeFixed);
+    ExpectExact(logs, kElements, kClocks);
+  }
+}
+
 TEST(GroupE2E, ARankThatDoesNotSubscribeStillPullsEveryRow) {
   constexpr uint32_t kWorld = 3, kClocks = 10;
   constexpr size_t kElements = 3'000;

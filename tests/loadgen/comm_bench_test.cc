@@ -57,7 +57,7 @@ TEST(CommBenchTest, ComparesBothSystemsAndEndsWithTheJsonLine) {
               1e-3);
   EXPECT_GT(r.last.at("gloo_cpu_ms").get<double>(), 0.0);
   EXPECT_NE(r.output.find("CPU ms"), std::string::npos) << r.output;
-  // 3 ranks x (5 Serene pulls + 5 x 2 Gloo sums + the final pull).
+  // 3 ranks x (the seeded model + 5 Serene models after a clock + 5 x 2 Gloo sums).
   EXPECT_NE(r.output.find("48 results checked, all exact"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("gloo halving-doubling"), std::string::npos);
 }
