@@ -72,7 +72,7 @@ Status ClockOp::ResendRows(const proto::PacketView& nack) {
     const size_t len = std::min<size_t>(rank_.info.row_width, rank_.info.elements - begin);
     ++stats_->rows_resent;
     return t_.Queue(proto::Op::kInc, clock_, r, proto::flags::kRetransmit,
-                    {rank_.inc.data() + begin, len});
+                    rank_.pushed_values.subspan(begin, len));
   };
   if (count < proto::nack::kFirstMissing) {
     // Only [received]: which rows are missing is unknown. Re-send a window

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "include/serene/client.h"
@@ -15,7 +16,11 @@ struct RankState {
   JobInfo info;                      // the last JOIN_ACK's view of the job
   uint32_t done = proto::kNoClock;   // last released clock: the rank is in done + 1
   std::vector<int32_t> inc;          // this clock's update, kept for NACK re-sends
-  bool pushed = false;               // `inc` holds an update of clock done + 1
+  // The update of clock done + 1 as pushed, which NACKs re-send rows of:
+  // `inc`, or during an ExchangeFixed the caller's update (not copied; it
+  // outlives the clock).
+  std::span<const int32_t> pushed_values;
+  bool pushed = false;               // pushed_values holds an update of clock done + 1
 
   uint32_t clock() const { return done + 1; }
 };

@@ -1,6 +1,7 @@
 #include "client/udp_client.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "client/clock_op.h"
@@ -141,15 +142,8 @@ Status UdpClient::Recover(const std::string& why) {
           " lost the job (" + why + ") before rank 0 held a model to re-seed it with");
     }
     rank_.inc = seed_;
-    for (uint32_t r = 0; r < rank_.info.rows; ++r) {
-      const size_t begin = size_t{r} * rank_.info.row_width;
-      const size_t len = std::min<size_t>(rank_.info.row_width, rank_.info.elements - begin);
-      s = transport_.Queue(proto::Op::kInc, 0, r, 0, {rank_.inc.data() + begin, len});
-      if (!s.ok()) return s;
-    }
-    s = transport_.Flush();
+    s = PushRows(rank_.inc, 0);
     if (!s.ok()) return s;
-    rank_.pushed = true;
   }
   ClockOp seed(transport_, rank_, 0, options_.rank == 0 ? rank_.info.rows : 0, &stats_);
   s = Run(seed);
@@ -272,6 +266,13 @@ Status UdpClient::Push(std::span<const float> update) {
 }
 
 Status UdpClient::PushFixed(std::span<const int32_t> update) {
+  if (Status s = CheckPush(update); !s.ok()) return s;
+  // The caller may change `update` once Push returns: NACKs re-send a copy.
+  if (update.data() != rank_.inc.data()) std::copy(update.begin(), update.end(), rank_.inc.begin());
+  return PushRows(rank_.inc, clock());
+}
+
+Status UdpClient::CheckPush(std::span<const int32_t> update) const {
   if (Status s = CheckSize("Push()", "update", update.size()); !s.ok()) return s;
   if (clock() == 0 && options_.rank != 0) {
     return Status::InvalidArgument(
@@ -279,19 +280,22 @@ Status UdpClient::PushFixed(std::span<const int32_t> update) {
         ": clock 0 seeds the model and only rank 0 pushes it (the switch would drop these "
         "INCs); call Initialize(), which pushes nothing on other ranks");
   }
+  return Status::Ok();
+}
+
+Status UdpClient::PushRows(std::span<const int32_t> values, uint32_t c) {
   const auto started = SteadyClock::now();
-  if (update.data() != rank_.inc.data()) std::copy(update.begin(), update.end(), rank_.inc.begin());
-  const uint32_t c = clock();
   const uint32_t first = FirstRow(options_.rank, rank_.info);
   for (uint32_t i = 0; i < rank_.info.rows; ++i) {
     const uint32_t r = RowAt(first, i, rank_.info.rows);
     const size_t begin = size_t{r} * rank_.info.row_width;
     const size_t len = std::min<size_t>(rank_.info.row_width, rank_.info.elements - begin);
-    Status s = transport_.Queue(proto::Op::kInc, c, r, 0, {rank_.inc.data() + begin, len});
+    Status s = transport_.Queue(proto::Op::kInc, c, r, 0, values.subspan(begin, len));
     if (!s.ok()) return s;
   }
   Status s = transport_.Flush();
   if (!s.ok()) return s;
+  rank_.pushed_values = values;
   rank_.pushed = true;
   stats_.push_time += SteadyClock::now() - started;
   return Status::Ok();
@@ -355,7 +359,17 @@ Result<ClockResult> UdpClient::Exchange(std::span<const float> update, std::span
 Result<ClockResult> UdpClient::ExchangeFixed(std::span<const int32_t> update,
                                              std::span<int32_t> model) {
   if (Status s = CheckSize("Exchange()", "model", model.size()); !s.ok()) return s;
-  if (Status s = PushFixed(update); !s.ok()) return s;
+  // `update` stays as it is until this call returns, unless rows land in it:
+  // then NACKs re-send a copy, else `update` itself (no copy of the model).
+  const auto at = [](const int32_t* p) { return reinterpret_cast<uintptr_t>(p); };
+  const bool overlap = at(update.data()) < at(model.data() + model.size()) &&
+                       at(model.data()) < at(update.data() + update.size());
+  if (overlap) {
+    if (Status s = PushFixed(update); !s.ok()) return s;
+  } else {
+    if (Status s = CheckPush(update); !s.ok()) return s;
+    if (Status s = PushRows(update, clock()); !s.ok()) return s;
+  }
   // The next clock's rows that come while the barrier waits land in the
   // caller's model, not in pull_buf_ to be copied at the pull. (A JOIN on
   // the way, after an eviction or a lost job, lands them in pull_buf_ again:
@@ -366,6 +380,7 @@ Result<ClockResult> UdpClient::ExchangeFixed(std::span<const int32_t> update,
     if (Status s = PullFixed(model); !s.ok()) r = s;
   }
   early_.LandIn(pull_buf_);
+  rank_.pushed_values = rank_.inc;
   return r;
 }
 

@@ -60,6 +60,12 @@ class UdpClient final : public Client {
   // The switch lost the job (`why`): join its new incarnation and re-seed.
   Status Recover(const std::string& why);
   Status SaturationError() const;
+  // INCs `values` (the job's elements) into every row of clock `c`, this
+  // rank's rows first; NACKs re-send from `values`, which must stay as they
+  // are until the clock is released.
+  Status PushRows(std::span<const int32_t> values, uint32_t c);
+  // Refuses an update of the wrong size, or a push at clock 0 but from rank 0.
+  Status CheckPush(std::span<const int32_t> update) const;
   // Pulls the current clock's model into `model` (and `mirror`, if not
   // empty), joining again as often as an eviction or a lost job requires.
   Status PullRows(std::span<int32_t> model, std::span<int32_t> mirror);

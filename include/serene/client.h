@@ -186,8 +186,9 @@ class Client {
   // Push(update), Clock(), then Pull(model) of the clock it released into: an
   // allreduce's shape. Rows the switch sends before the pull starts (the
   // group's completed rows) land straight in `model`, so the fixed-point
-  // form copies none twice. `update` and `model` may be the same buffer. If
-  // the job finished, `model` is left as it was (ClockResult::finished).
+  // form copies none twice, and it re-sends INCs from `update` instead of
+  // from a copy. `update` and `model` may be the same buffer. If the job
+  // finished, `model` is left as it was (ClockResult::finished).
   virtual Result<ClockResult> Exchange(std::span<const float> update, std::span<float> model) = 0;
   virtual Result<ClockResult> ExchangeFixed(std::span<const int32_t> update,
                                             std::span<int32_t> model) = 0;
