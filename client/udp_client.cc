@@ -380,6 +380,11 @@ Result<ClockResult> UdpClient::ExchangeFixed(std::span<const int32_t> update,
     if (Status s = PullFixed(model); !s.ok()) r = s;
   }
   early_.LandIn(pull_buf_);
+  // The clock failed with `update` still the pushed values: a later Clock()
+  // re-sends from a copy, as after PushFixed (the caller may reuse `update`).
+  if (rank_.pushed && rank_.pushed_values.data() == update.data()) {
+    std::copy(update.begin(), update.end(), rank_.inc.begin());
+  }
   rank_.pushed_values = rank_.inc;
   return r;
 }

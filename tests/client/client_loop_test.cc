@@ -84,6 +84,50 @@ TEST(ClientLoop, ASwitchThatKeepsNackingEndsTheWaitWithinTheDeadline) {
   EXPECT_GT(sw.Count(Op::kInc), 10u) << "the rows were re-sent";
 }
 
+TEST(ClientLoop, AClockRetriedAfterAFailedExchangeReSendsTheUpdateNotTheCallersBufferNow) {
+  // ExchangeFixed re-sends NACKed INCs from the caller's update without
+  // copying it. If its clock fails, the caller owns the buffer again: a
+  // Clock() retried later must re-send the update that was pushed.
+  std::atomic<bool> retry{false};
+  std::mutex mu;
+  std::vector<FakeSwitch::Request> resent;  // INCs of the retry, guarded by mu
+  FakeSwitch sw(2, 10, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op == Op::kJoin) reply.JoinAck(r, 4, kIncarnation);
+    if (r.header.op == Op::kInc && retry) {
+      std::lock_guard lock(mu);
+      resent.push_back(r);
+    }
+    if (r.header.op == Op::kClock) {
+      std::lock_guard lock(mu);
+      if (retry && resent.size() >= 2) {
+        reply.Release(r, 5, 5, 5);
+      } else {
+        reply.Send(r, Op::kNack, r.header.clock, r.header.row, 0, {0});
+      }
+    }
+  });
+  auto c = Joined(sw, 1, std::chrono::milliseconds(500));
+  std::vector<int32_t> update(10), model(10);
+  for (int i = 0; i < 10; ++i) update[static_cast<size_t>(i)] = 100 + i;
+  auto failed = c->ExchangeFixed(update, model);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), Status::Code::kDeadlineExceeded);
+  std::fill(update.begin(), update.end(), -9);  // the caller reuses its buffer
+  retry = true;
+  auto released = c->Clock();
+  ASSERT_TRUE(released.ok()) << released.status().message();
+  std::lock_guard lock(mu);
+  ASSERT_GE(resent.size(), 2u);
+  for (const auto& inc : resent) {
+    ASSERT_EQ(inc.header.clock, 5u);
+    ASSERT_EQ(inc.values.size(), 5u);
+    for (uint32_t i = 0; i < 5; ++i) {
+      EXPECT_EQ(inc.values[i], static_cast<int32_t>(100 + inc.header.row * 5 + i))
+          << "row " << inc.header.row << " value " << i;
+    }
+  }
+}
+
 TEST(ClientLoop, ShortNacksGetAWindowOfRowsAtATimeUntilEveryRowArrived) {
   // A switch like BMv2: it keeps only the first 8 INCs of each burst (its
   // input queue overflows) and NACKs with [received] alone. Re-sending every
