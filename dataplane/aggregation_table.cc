@@ -74,7 +74,6 @@ IncOutcome ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row
   return complete ? IncOutcome::kRowComplete : IncOutcome::kApplied;
 }
 
-
 uint32_t ReadRow(JobState& job, uint32_t row, bool exact, uint8_t* out_be) {
   const int32_t* vis = job.VisibleRow(row);
   const uint32_t n = job.config.RowLength(row);

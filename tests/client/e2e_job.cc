@@ -42,13 +42,17 @@ void ExchangeSteps(Client& c, uint32_t rank, size_t elements, uint32_t clocks,
                    RankLog* log) {
   std::vector<int32_t> fixed(elements), update(elements);
   std::vector<float> model(elements);
-  log->status = steps == Steps::kExchange ? c.Pull(model) : c.PullFixed(fixed);
-  for (uint32_t clock = 1; clock <= clocks && log->status.ok(); ++clock) {
+  // The model this rank holds now, in the log.
+  auto record = [&] {
     if (steps == Steps::kExchange) {
       log->float_pulls.push_back(model);
     } else {
       log->pulls.push_back(fixed);
     }
+  };
+  log->status = steps == Steps::kExchange ? c.Pull(model) : c.PullFixed(fixed);
+  for (uint32_t clock = 1; clock <= clocks && log->status.ok(); ++clock) {
+    record();
     if (before_step) before_step(rank, clock);
     if (steps == Steps::kExchangeFixed) {
       log->status = Quantize(UpdateVector(rank, clock, elements), c.info().scale_log2, update);
@@ -63,12 +67,7 @@ void ExchangeSteps(Client& c, uint32_t rank, size_t elements, uint32_t clocks,
     }
     log->releases.push_back(*released);
   }
-  if (!log->status.ok()) return;
-  if (steps == Steps::kExchange) {
-    log->float_pulls.push_back(model);
-  } else {
-    log->pulls.push_back(fixed);
-  }
+  if (log->status.ok()) record();
 }
 
 }  // namespace
