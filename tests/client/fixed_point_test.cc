@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "serene/client.h"
@@ -39,6 +40,34 @@ TEST(FixedPoint, OutOfRangeAndNonFiniteAreErrorsNamingTheValue) {
   EXPECT_TRUE(Quantize(std::vector<float>{-128.0f}, 24, out).ok());
   EXPECT_EQ(out[0], INT32_MIN);
   EXPECT_FALSE(Quantize(std::vector<float>{128.0f}, 24, out).ok()) << "2^31 does not fit";
+}
+
+// The conversions are vectorized (-O3, AVX2 clones): every length around the
+// vector widths matches the per-value definition, and a bad value anywhere,
+// in a vector body or its tail, is found and named.
+TEST(FixedPoint, EveryLengthMatchesThePerValueDefinitionAndABadValueIsFoundAnywhere) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-100.0f, 100.0f);
+  for (size_t n : {1u, 2u, 3u, 4u, 5u, 7u, 8u, 9u, 15u, 16u, 17u, 31u, 33u, 100u}) {
+    std::vector<float> in(n);
+    for (float& v : in) v = dist(rng);
+    std::vector<int32_t> q(n);
+    ASSERT_TRUE(Quantize(in, 24, q).ok()) << n;
+    std::vector<float> back(n);
+    Dequantize(q, 24, back);
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(q[i], static_cast<int32_t>(std::nearbyint(double{in[i]} * (1 << 24)))) << n << "/" << i;
+      ASSERT_EQ(back[i], static_cast<float>(q[i] * std::ldexp(1.0, -24))) << n << "/" << i;
+    }
+    for (size_t bad : {size_t{0}, n / 2, n - 1}) {
+      std::vector<float> with_bad = in;
+      with_bad[bad] = bad % 2 ? std::numeric_limits<float>::infinity() : 1000.0f;
+      auto s = Quantize(with_bad, 24, q);
+      ASSERT_FALSE(s.ok()) << n << "/" << bad;
+      EXPECT_NE(s.message().find("[" + std::to_string(bad) + "] = "), std::string::npos)
+          << s.message();
+    }
+  }
 }
 
 // |dequantized(sum of quantized x_i) - sum x_i| <= N * 2^-(s+1) + ulp(result)/2.
