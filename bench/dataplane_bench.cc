@@ -4,8 +4,10 @@
 // Compare variants side by side in one run; the machine is shared and noisy.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <vector>
 
+#include "dataplane/job_config.h"
 #include "dataplane/pipeline.h"
 #include "packet_builder.h"
 
@@ -124,6 +126,62 @@ void BM_SyncClock(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * workers * 2);
 }
 BENCHMARK(BM_SyncClock)->Arg(4)->Arg(64)->Arg(256);
+
+// A whole SYNC clock of a large model: 4 ranks each INC every row (rows of
+// 4096, one rank after the other, as their pushes arrive) and CLOCK; the job
+// has a reply group, so the last INC of each row completes it and emits it.
+// The table (visible + pending: 8 bytes per value) outgrows the caches, so
+// this measures the table's memory traffic per clock. Bytes: the INCs' values.
+void BM_SyncModelClock(benchmark::State& state) {
+  constexpr uint32_t kWorkers = 4, kRow = 4096;
+  const uint64_t elements = static_cast<uint64_t>(state.range(0));
+  dataplane::JobConfig config = TestJob(kWorkers, BarrierParams::Sync(), elements, kRow);
+  auto group = dataplane::ParseGroup("239.83.0.7:7100");
+  if (!group.ok()) {
+    state.SkipWithError("no group");
+    return;
+  }
+  config.group = *group;
+  Harness h;
+  h.CreateJob(config);
+  h.JoinAll(kWorkers);
+  h.Seed(std::vector<int32_t>(elements, 0));
+  const uint32_t rows = static_cast<uint32_t>((elements + kRow - 1) / kRow);
+  std::vector<std::vector<std::vector<uint8_t>>> inc(kWorkers);
+  std::vector<std::vector<uint8_t>> clk;
+  for (uint16_t w = 0; w < kWorkers; ++w) {
+    for (uint32_t r = 0; r < rows; ++r) {
+      const uint64_t len = std::min<uint64_t>(kRow, elements - uint64_t{r} * kRow);
+      inc[w].push_back(h.Req(Op::kInc, w).Clock(1).Row(r).Values(std::vector<int32_t>(len, 1)).Build());
+    }
+    clk.push_back(h.Req(Op::kClock, w).Clock(1).Row(rows).Build());
+  }
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  uint32_t c = 1;
+  uint64_t completed = 0;
+  for (auto _ : state) {
+    for (uint16_t w = 0; w < kWorkers; ++w) {
+      for (auto& p : inc[w]) {
+        proto::StoreU32(p.data() + proto::kOffClock, c);
+        out.Clear();
+        h.pipeline().Process(p, WorkerAddr(w), 1, &out);
+        completed += out.size();
+      }
+    }
+    size_t released = 0;
+    for (uint16_t w = 0; w < kWorkers; ++w) {
+      proto::StoreU32(clk[w].data() + proto::kOffClock, c);
+      out.Clear();
+      h.pipeline().Process(clk[w], WorkerAddr(w), 1, &out);
+      released = out.size();
+    }
+    if (released != kWorkers) state.SkipWithError("the last CLOCK did not release everyone");
+    ++c;
+  }
+  if (completed != static_cast<uint64_t>(state.iterations()) * rows) state.SkipWithError("not every row completed");
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kWorkers * elements * 4));
+}
+BENCHMARK(BM_SyncModelClock)->Arg(1'000'000)->Arg(8'000'000)->Unit(benchmark::kMillisecond);
 
 // The barrier alone: one SYNC round of N CLOCKs (no INC: each CLOCK says 0
 // rows); the last releases all N. Time per round.

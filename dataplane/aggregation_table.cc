@@ -22,15 +22,23 @@ void MaybeFoldRow(JobState& job, uint32_t row) {
   const uint32_t pc = job.pending_clock[row];
   if (pc == proto::kNoClock) return;
   if (job.live_count > 0 && proto::ClockDiff(job.low_all, pc) < 0) return;
-  int32_t* vis = job.VisibleRow(row);
-  int32_t* pen = job.PendingRow(row);
-  const uint32_t n = job.config.RowLength(row);
-  const uint32_t clamps = AddRowSaturating(vis, pen, n);
-  std::fill(pen, pen + n, 0);
+  if (!job.pending_folded[row]) {
+    const uint32_t clamps =
+        AddRowSaturating(job.VisibleRow(row), job.PendingRow(row), job.config.RowLength(row));
+    ++job.counters.folds;
+    NoteClamps(job, clamps);
+  }
+  // pending is left as it is: the next exact INC stores into it.
   job.pending_clock[row] = proto::kNoClock;
+  job.pending_folded[row] = 0;
   job.pending_incs[row] = 0;
+}
+
+void FoldCompletedRow(JobState& job, uint32_t row) {
+  // No clamps: the caller's sum of the same two rows had none.
+  AddRowSaturating(job.VisibleRow(row), job.PendingRow(row), job.config.RowLength(row));
+  job.pending_folded[row] = 1;
   ++job.counters.folds;
-  NoteClamps(job, clamps);
 }
 
 bool ExactAt(const JobState& job, uint32_t clock) {
@@ -62,11 +70,17 @@ IncOutcome ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row
     // In steady exact mode the pending row is empty or holds this clock; a
     // different, unfolded clock only occurs across a policy transition, where
     // the window in force is not 0 and the live table is the right target.
-    if (pc == proto::kNoClock || pc == clock) {
+    if (pc == proto::kNoClock) {
+      // The clock's first INC: pending holds nothing of use (MaybeFoldRow).
       pc = clock;
+      LoadRowFromBigEndian(job.PendingRow(row), be_values, job.config.RowLength(row));
+      job.pending_incs[row] = 1;
+      return job.config.workers == 1 ? IncOutcome::kRowComplete : IncOutcome::kApplied;
+    }
+    if (pc == clock && !job.pending_folded[row]) {
       dst = job.PendingRow(row);
       // The tag makes each rank count once per clock, so N counts mean every
-      // rank's INC of this clock is in.
+      // rank's INC of this clock is in (and a folded row has all N already).
       complete = ++job.pending_incs[row] == job.config.workers;
     }
   }
@@ -74,9 +88,19 @@ IncOutcome ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row
   return complete ? IncOutcome::kRowComplete : IncOutcome::kApplied;
 }
 
-uint32_t ReadRow(JobState& job, uint32_t row, bool exact, uint8_t* out_be) {
+uint32_t ReadRow(JobState& job, uint32_t row, bool exact, uint32_t clock, uint8_t* out_be) {
   const int32_t* vis = job.VisibleRow(row);
   const uint32_t n = job.config.RowLength(row);
+  if (job.pending_folded[row]) {
+    // visible already holds pending: the live table, or (an exact READ of the
+    // clock that completed the row) the model before it, exactly.
+    if (exact && job.pending_clock[row] == clock) {
+      StoreRowDifferenceBigEndian(out_be, vis, job.PendingRow(row), n);
+    } else {
+      StoreRowBigEndian(out_be, vis, n);
+    }
+    return 0;
+  }
   if (exact || job.pending_clock[row] == proto::kNoClock) {
     StoreRowBigEndian(out_be, vis, n);
     return 0;

@@ -8,7 +8,8 @@
 // rank completed its clock: bounded work (one row) per packet.
 //
 //   INC of clock t, exact mode (the bank that released clock t-1 has window 0):
-//     pending[r] += v  (tagged t)   -> READs at clock t don't see it
+//     pending[r] += v  (tagged t; the first INC of t stores v)
+//                                   -> READs at clock t don't see it
 //   INC otherwise (SSP/ASYNC/QUORUM, or a transition):  visible[r] += v (live)
 //   READ at clock t, exact mode: visible[r]   (= the model after clock t-1)
 //   READ otherwise:              visible[r] + pending[r] (the live table)
@@ -17,7 +18,14 @@
 // holds. When it reaches N the row is complete: visible + pending is the
 // model after clock t, which the INC that completed it sends to the job's
 // reply group (requests.cc; docs/protocol.md, "completed row") — as a P4
-// register action adds the INC and reads the sum out into the packet.
+// register action adds the INC and reads the sum out into the packet. That
+// INC also folds the row at once (FoldCompletedRow: visible += pending while
+// both are in cache, pending_folded[r] = 1) unless the sum clamped; pending
+// is kept, so an exact READ at clock t still gets visible - pending (the
+// model after t-1, exactly: nothing clamped), a live READ gets visible, and
+// the later lazy fold only clears the row. pending is garbage while
+// pending_clock[r] is kNoClock: nothing reads it then, and the next clock's
+// first INC overwrites it instead of adding to a zeroed row.
 //
 // Additions saturate at the int32 range; each clamp is counted and marks the
 // job saturated, which every reply then reports.
@@ -34,8 +42,12 @@
 namespace serene::dataplane {
 
 // Folds row r's pending accumulator into visible if its clock was completed by
-// every live rank.
+// every live rank (a row FoldCompletedRow folded is only cleared).
 void MaybeFoldRow(JobState& job, uint32_t row);
+
+// For a row ApplyInc just completed and whose sum (visible + pending) did not
+// clamp: visible += pending now, pending kept for exact READs of its clock.
+void FoldCompletedRow(JobState& job, uint32_t row);
 
 // True if INCs of, and READs at, clock t are served in exact mode.
 bool ExactAt(const JobState& job, uint32_t clock);
@@ -65,13 +77,14 @@ IncOutcome ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row
 // holds, in its live table, the model after `clock` and nothing later.
 bool NoRankReleasedFrom(const JobState& job, uint32_t clock);
 
-// Writes row r into `out_be` (big-endian, RowLength(r) values): the visible
-// model if `exact` (ExactAt the reader's clock), else the live table
-// (visible + pending). Returns how many of the live sums were clamped: the
-// model the reader sees is then not exact, and they are counted and mark the
-// job saturated like any clamp (the fold of the row counts them again).
+// Writes row r into `out_be` (big-endian, RowLength(r) values): the model
+// after clock - 1 if `exact` (ExactRead at the reader's `clock`), else the
+// live table (visible + pending). Returns how many of the live sums were
+// clamped: the model the reader sees is then not exact, and they are counted
+// and mark the job saturated like any clamp (the fold of the row counts them
+// again). `clock` matters only when exact.
 // REQUIRES: MaybeFoldRow(job, row) was called first (the caller folds before
 // writing the reply's header, so a saturation the fold causes is flagged).
-uint32_t ReadRow(JobState& job, uint32_t row, bool exact, uint8_t* out_be);
+uint32_t ReadRow(JobState& job, uint32_t row, bool exact, uint32_t clock, uint8_t* out_be);
 
 }  // namespace serene::dataplane

@@ -4,7 +4,7 @@ namespace serene::dataplane {
 
 uint64_t JobStateBytes(const JobConfig& c) {
   const uint64_t rows = c.rows();
-  return 2 * c.elements * sizeof(int32_t) + 2 * rows * sizeof(uint32_t) +
+  return 2 * c.elements * sizeof(int32_t) + 2 * rows * sizeof(uint32_t) + rows +
          rows * c.workers * sizeof(uint32_t) + c.workers * sizeof(WorkerRegs) + sizeof(JobState);
 }
 
@@ -15,6 +15,7 @@ JobState::JobState(const JobConfig& c, uint32_t incarnation_value)
       visible(c.elements, 0),
       pending(c.elements, 0),
       pending_clock(rows, proto::kNoClock),
+      pending_folded(rows, 0),
       pending_incs(rows, 0),
       inc_tag(size_t{rows} * c.workers, proto::kNoClock),
       workers(c.workers),

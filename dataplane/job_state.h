@@ -88,7 +88,11 @@ struct JobState {
   // Aggregation table, element i of row r at r * row_width + i.
   std::vector<int32_t> visible;         // the model readers see
   std::vector<int32_t> pending;         // exact-mode INCs of clock pending_clock[r]
-  std::vector<uint32_t> pending_clock;  // per row; kNoClock = pending is empty
+  std::vector<uint32_t> pending_clock;  // per row; kNoClock = pending holds nothing
+  // Per row, 1 once the row completed and visible took pending in (the INC
+  // that completed it folded it): visible - pending is then the model
+  // before pending_clock[r]. Cleared with pending_clock.
+  std::vector<uint8_t> pending_folded;
   // Per row: how many ranks' INCs of pending_clock[r] pending holds (a row
   // all N ranks INC'd is complete: aggregation_table.h).
   std::vector<uint32_t> pending_incs;

@@ -262,7 +262,7 @@ Result<std::vector<int32_t>> Pipeline::Model(uint16_t job) const {
   std::lock_guard lock(j->mu);
   std::vector<int32_t> model(j->visible);
   for (uint32_t r = 0; r < j->rows; ++r) {
-    if (j->pending_clock[r] == proto::kNoClock) continue;
+    if (j->pending_clock[r] == proto::kNoClock || j->pending_folded[r]) continue;
     const size_t base = size_t{r} * j->config.row_width;
     AddRowSaturating(model.data() + base, j->pending.data() + base, j->config.RowLength(r));
   }

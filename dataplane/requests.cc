@@ -110,8 +110,13 @@ void EmitCompletedRow(JobState& job, uint32_t clock, uint32_t row, const proto::
   uint8_t* v = EmitReplyRaw(job, job.config.group, local, proto::Op::kReadReply, proto::kNoWorker,
                             next, row, proto::flags::kExact | proto::flags::kGroup, n, out);
   if (v == nullptr) return;
-  // The live table (visible + pending) is the model after `clock`.
-  if (ReadRow(job, row, /*exact=*/false, v) > 0) FlagSaturated(v);
+  // The live table (visible + pending) is the model after `clock`. Unless it
+  // clamped, fold it now, while both rows are in cache (aggregation_table.h).
+  if (ReadRow(job, row, /*exact=*/false, clock, v) > 0) {
+    FlagSaturated(v);
+  } else {
+    FoldCompletedRow(job, row);
+  }
   ++job.counters.completed_rows;
 }
 
@@ -174,7 +179,7 @@ ProcessResult HandleRead(JobState& job, const proto::PacketView& pkt, const prot
   uint8_t* v = EmitReplyRaw(job, to_group ? job.config.group : src, local, proto::Op::kReadReply,
                             h.worker, h.clock, h.row, reply_flags, n, out);
   if (v == nullptr) return {Verdict::kDropped, DropReason::kNone};
-  if (ReadRow(job, h.row, exact, v) > 0) FlagSaturated(v);
+  if (ReadRow(job, h.row, exact, h.clock, v) > 0) FlagSaturated(v);
   ++w.counters.reads;
   return {Verdict::kReplied};
 }

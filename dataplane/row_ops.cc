@@ -69,4 +69,15 @@ uint32_t StoreRowSumBigEndian(uint8_t* __restrict dst, const int32_t* __restrict
   return clamps;
 }
 
+SERENE_ROW_KERNEL
+void LoadRowFromBigEndian(int32_t* __restrict dst, const uint8_t* __restrict src, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) dst[i] = static_cast<int32_t>(LoadBe(src, i));
+}
+
+SERENE_ROW_KERNEL
+void StoreRowDifferenceBigEndian(uint8_t* __restrict dst, const int32_t* __restrict a,
+                                 const int32_t* __restrict b, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) StoreBe(dst, i, Load(a, i) - Load(b, i));
+}
+
 }  // namespace serene::dataplane

@@ -25,4 +25,11 @@ void StoreRowBigEndian(uint8_t* dst, const int32_t* a, uint32_t n);
 // were clamped.
 uint32_t StoreRowSumBigEndian(uint8_t* dst, const int32_t* a, const int32_t* b, uint32_t n);
 
+// dst[i] = be32(src + 4i): a row's values in host order, nothing added.
+void LoadRowFromBigEndian(int32_t* dst, const uint8_t* src, uint32_t n);
+
+// Writes a[i] - b[i] (wrapping) as big-endian int32 at dst + 4i: undoes an
+// addition a = b + x that did not clamp.
+void StoreRowDifferenceBigEndian(uint8_t* dst, const int32_t* a, const int32_t* b, uint32_t n);
+
 }  // namespace serene::dataplane

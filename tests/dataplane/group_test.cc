@@ -2,6 +2,8 @@
 // the READ replies that go to it.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 #include "dataplane/job_config.h"
 #include "packet_builder.h"
 
@@ -157,6 +159,72 @@ TEST(GroupCompletedRow, TheIncThatCompletesARowSendsItToTheGroupAsTheNextClocksE
   EXPECT_EQ(e[0].header.clock, 3u);
   EXPECT_EQ(e[0].values, (std::vector<int32_t>{37, 38, 39}));
   EXPECT_EQ(h.Telemetry().counters.completed_rows, 2u);
+}
+
+// The INC that completes a row folds it at once (aggregation_table.h): the
+// fold is counted then, not again when the row is cleared; the model and a
+// live READ include the clock, an exact READ of the completing clock still
+// gets the model before it, and the next clock's first INC replaces the kept
+// pending row instead of adding to it.
+TEST(GroupCompletedRow, TheCompletingIncFoldsTheRowAndExactReadsOfItsClockSeeTheModelBefore) {
+  Harness h;
+  h.CreateJob(GroupJob(BarrierParams::Sync()));
+  h.JoinAll(2);
+  h.Seed({1, 2, 3, 4, 5, 6});
+  const uint64_t folds_before = h.Telemetry().counters.folds;
+  EXPECT_TRUE(IncOf(h, 0, 1, 0, {10, 20, 30}).empty());
+  ASSERT_EQ(IncOf(h, 1, 1, 0, {100, 200, 300}).size(), 1u);
+  EXPECT_EQ(h.Telemetry().counters.folds, folds_before + 1) << "folded by the completing INC";
+  EXPECT_EQ(h.Model(), (std::vector<int32_t>{111, 222, 333, 4, 5, 6}));
+  // Rank 1 READs its own clock after both INCs (a late or repeated READ):
+  // the model after clock 0, flagged exact.
+  auto r = h.Read(1, 1, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->values, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(r->header.flags & flags::kExact, flags::kExact);
+  // Row 1, INC'd by rank 1 only, stays pending and folds lazily, at the
+  // first access after both ranks completed clock 1.
+  EXPECT_TRUE(IncOf(h, 1, 1, 1, {7, 7, 7}).empty());
+  h.Clock(0, 1, 1);
+  h.Clock(1, 1, 2);
+  EXPECT_EQ(h.ReadAll(0, 2), (std::vector<int32_t>{111, 222, 333, 11, 12, 13}));
+  EXPECT_EQ(h.Telemetry().counters.folds, folds_before + 2) << "row 0 is not counted twice";
+  // Clock 2: pending still holds clock 1's sum of row 0; the first INC
+  // replaces it.
+  EXPECT_TRUE(IncOf(h, 0, 2, 0, {1, 1, 1}).empty());
+  auto e = IncOf(h, 1, 2, 0, {2, 2, 2});
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].values, (std::vector<int32_t>{114, 225, 336}));
+  r = h.Read(0, 2, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->values, (std::vector<int32_t>{111, 222, 333}));
+  EXPECT_EQ(h.Model(), (std::vector<int32_t>{114, 225, 336, 11, 12, 13}));
+}
+
+// A completed row whose sum clamps is sent flagged and left to the lazy
+// fold: an exact READ of its clock still gets the model before, exactly.
+TEST(GroupCompletedRow, ARowWhoseSumClampsIsNotFoldedEarly) {
+  Harness h;
+  h.CreateJob(GroupJob(BarrierParams::Sync()));
+  h.JoinAll(2);
+  h.Seed({INT32_MAX - 1, 2, 3, 4, 5, 6});
+  const uint64_t folds_before = h.Telemetry().counters.folds;
+  EXPECT_TRUE(IncOf(h, 0, 1, 0, {1, 0, 0}).empty());
+  auto e = IncOf(h, 1, 1, 0, {1, 0, 0});
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].values, (std::vector<int32_t>{INT32_MAX, 2, 3}));
+  EXPECT_TRUE(e[0].header.flags & flags::kSaturated);
+  EXPECT_EQ(h.Telemetry().counters.folds, folds_before);
+  auto r = h.Read(0, 1, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->values, (std::vector<int32_t>{INT32_MAX - 1, 2, 3}));
+  h.Clock(0, 1, 1);
+  h.Clock(1, 1, 1);
+  r = h.Read(0, 2, 0);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->values, (std::vector<int32_t>{INT32_MAX, 2, 3}));
+  EXPECT_TRUE(r->header.flags & flags::kSaturated);
+  EXPECT_EQ(h.Telemetry().counters.folds, folds_before + 1) << "folded lazily, once";
 }
 
 TEST(GroupCompletedRow, NotSentWithoutAGroupNorWhenTheTableIsLive) {

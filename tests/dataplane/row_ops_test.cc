@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <random>
 #include <vector>
@@ -50,6 +51,17 @@ TEST(RowOps, MatchTheScalarReference) {
     for (uint32_t i = 0; i < n; ++i) EXPECT_EQ(proto::LoadI32(out.data() + 4 * i), a[i]);
     StoreRowSumBigEndian(out.data(), a.data(), b.data(), n);
     for (uint32_t i = 0; i < n; ++i) EXPECT_EQ(proto::LoadI32(out.data() + 4 * i), want[i]);
+
+    std::vector<int32_t> loaded(n, 7);
+    LoadRowFromBigEndian(loaded.data(), be.data(), n);
+    EXPECT_EQ(loaded, b) << n;
+    // The difference undoes a sum that did not clamp (and wraps otherwise).
+    std::fill(out.begin(), out.end(), 0xAB);
+    StoreRowDifferenceBigEndian(out.data(), a.data(), b.data(), n);
+    for (uint32_t i = 0; i < n; ++i) {
+      const auto wrapped = static_cast<int32_t>(static_cast<uint32_t>(a[i]) - static_cast<uint32_t>(b[i]));
+      EXPECT_EQ(proto::LoadI32(out.data() + 4 * i), wrapped) << n << "/" << i;
+    }
   }
 }
 
