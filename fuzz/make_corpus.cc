@@ -146,6 +146,23 @@ void PipelineSeeds(const std::filesystem::path& dir) {
     w.Act(Action::kClock).U8(0).U8(0).U8(10).U8(5);  // retransmitted CLOCK(done)
     Write(dir, "nack_resend", w.bytes());
   }
+  {  // Job A's group: every rank INCs row 0 (the last completes it, sends it
+     // to the group and folds it), READs of the completing clock (exact: the
+     // model before it) with and without the group, then full clocks.
+    ActionWriter w = start(0);
+    for (uint8_t r = 0; r < 3; ++r) {
+      w.Act(Action::kInc).U8(r).U8(0).U8(kClockCurrent).U8(0);
+      for (int i = 0; i < 4; ++i) w.U8(static_cast<uint8_t>(r + 1));
+    }
+    w.Act(Action::kRead).U8(0).U8(0).U8(kClockCurrent | kReadGroupBit).U8(0);
+    w.Read(1, 0);
+    for (uint8_t r = 0; r < 3; ++r) w.Step(r, 2);
+    for (uint8_t r = 0; r < 3; ++r) {
+      w.Act(Action::kRead).U8(r).U8(0).U8(kClockCurrent | kReadGroupBit).U8(r);
+    }
+    rounds(w, 2);
+    Write(dir, "group_completed_rows", w.bytes());
+  }
   {  // Saturation: INT32_MAX twice.
     ActionWriter w = start(0);
     for (uint8_t r = 0; r < 3; ++r) w.Step(r, static_cast<int8_t>(0xF0));

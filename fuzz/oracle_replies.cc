@@ -14,7 +14,7 @@ namespace {
 
 std::string S(uint64_t v) { return std::to_string(v); }
 
-constexpr uint16_t kReservedFlags = 0xFFC0;
+constexpr uint16_t kReservedFlags = 0xFF80;  // bits 7-15 (protocol.md)
 
 // The ERROR code of a refusal, per docs/protocol.md's table.
 int32_t ErrorCodeOf(DropReason r) {
@@ -76,18 +76,56 @@ void Oracle::CheckEmitted(size_t slot, const Snapshot& after, const std::vector<
       CheckRelease(slot, after, e, req);
       continue;
     }
-    // Every other reply answers the request, to its source, from the
-    // address it reached.
     ORACLE_CHECK(*this, req != nullptr, op + " without a request");
-    ORACLE_CHECK(*this, e.dst == req->src, op + " goes to the request's source");
     ORACLE_CHECK(*this, e.from == req->local, op + " leaves from the address the request reached");
+    const bool to_group = (e.h.flags & proto::flags::kGroup) != 0;
+    ORACLE_CHECK(*this,
+                 !to_group || (e.h.op == Op::kReadReply && (e.h.flags & proto::flags::kExact) &&
+                               je.config.group.valid() && e.dst == je.config.group),
+                 op + ": GROUP only on an exact READ_REPLY, sent to the job's group");
+    if (req->h.op == Op::kInc) {
+      // An INC is never answered; the one that completes a row sends the
+      // row, the model after the INC's clock, to the group (protocol.md).
+      ORACLE_CHECK(*this, e.h.op == Op::kReadReply && to_group, op + " sent for an INC");
+      ORACLE_CHECK(*this,
+                   e.h.worker == proto::kNoWorker && e.h.clock == req->h.clock + 1 &&
+                       e.h.row == req->h.row,
+                   "a completed row names no rank, the next clock and the INC's row");
+      for (uint32_t w = 0; w < je.config.workers; ++w) {
+        ORACLE_CHECK(*this, je.applied.count(std::make_tuple(w, req->h.clock, req->h.row)) == 1,
+                     "a completed row has every rank's INC of its clock (rank " + S(w) +
+                         "'s is missing)");
+      }
+      CheckReadReply(slot, e);
+      continue;
+    }
+    // Every other reply answers the request, to its source (an exact
+    // READ_REPLY to the group if the READ asked for it).
     ORACLE_CHECK(*this, e.h.worker == req->h.worker, op + " echoes the worker");
+    if (to_group) {
+      ORACLE_CHECK(*this, (req->h.flags & proto::flags::kGroup) != 0,
+                   "a READ_REPLY to the group answers a READ that asked for it");
+    } else {
+      ORACLE_CHECK(*this, e.dst == req->src, op + " goes to the request's source");
+    }
     switch (e.h.op) {
       case Op::kJoinAck: {
         ORACLE_CHECK(*this, req->h.op == Op::kJoin, "JOIN_ACK answers JOIN");
         const auto& v = e.v;
         const dataplane::WorkerTelemetry& w = t.workers.at(e.h.worker);
-        ORACLE_CHECK(*this, v.size() == proto::join_ack::kCount, "JOIN_ACK values");
+        ORACLE_CHECK(*this,
+                     v.size() == (je.config.group.valid() ? proto::join_ack::kCountWithGroup
+                                                          : proto::join_ack::kCount),
+                     "JOIN_ACK values (10, or 12 with the job's group)");
+        if (je.config.group.valid()) {
+          const proto::Endpoint& g = je.config.group;
+          const uint32_t addr = (uint32_t{g.addr[0]} << 24) | (uint32_t{g.addr[1]} << 16) |
+                                (uint32_t{g.addr[2]} << 8) | g.addr[3];
+          ORACLE_CHECK(*this,
+                       static_cast<uint32_t>(v[proto::join_ack::kGroupAddress]) == addr &&
+                           v[proto::join_ack::kGroupPort] == g.port,
+                       "JOIN_ACK advertises the job's group");
+        }
         ORACLE_CHECK(*this,
                      v[0] == static_cast<int32_t>(je.config.workers) &&
                          v[1] == static_cast<int32_t>(je.config.elements) &&

@@ -77,6 +77,7 @@ inline constexpr std::array<FuzzJob, 2> kJobs = {{
     {7, 2, 3, 2, 0x0000BEEFu},  // rows of 2, 1
 }};
 inline constexpr uint16_t kUnknownJobId = 999;
+inline constexpr const char* kJobAGroup = "239.83.0.1:7100";
 
 // Job B admits only IPv4 loopback sources (its allow-list, 127.0.0.0/8): the
 // IPv6 "stranger" address is dropped there as source_not_allowed.
@@ -128,6 +129,9 @@ inline dataplane::JobConfig ConfigOf(size_t slot, uint8_t policy_sel) {
   c.key = kJobs[slot].key;
   c.policy = PolicyOf(policy_sel);
   if (slot == 1) c.allow = *dataplane::SourceAllowList::Parse(kJobBAllow);
+  // Job A has a reply group (exact READs flagged GROUP and completed rows go
+  // there); job B has none.
+  if (slot == 0) c.group = *dataplane::ParseGroup(kJobAGroup);
   return c;
 }
 
@@ -157,7 +161,9 @@ inline constexpr uint8_t kExtraValue = 0x80;  // one value too many
 }  // namespace mods
 
 // Clock selector byte, relative to the rank's `done` (d) before the action:
-// 0-9 d+1 (current), 10 d, 11 d+2, 12 d-1, 13 0, 14 kNoClock, 15 a raw u32.
+// low 4 bits 0-9 d+1 (current), 10 d, 11 d+2, 12 d-1, 13 0, 14 kNoClock,
+// 15 a raw u32. A READ's selector with kReadGroupBit set asks for the group.
+inline constexpr uint8_t kReadGroupBit = 0x10;
 inline constexpr uint8_t kClockCurrent = 0;
 // Row selector: 0-5 sel % rows, 6 rows (out of range), 7 a raw u32.
 // CLOCK row-count selector: 0-4 rows INC'd this clock (right), 5 all rows,

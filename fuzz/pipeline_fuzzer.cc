@@ -293,8 +293,10 @@ class Run {
         break;
       }
       case Action::kRead: {
-        const uint32_t clock = ClockOf(in_.U8(), w);
-        d = Build(slot, Op::kRead, worker, m, clock, RowOf(in_.U8(), slot), {});
+        const uint8_t sel = in_.U8();
+        const uint32_t clock = ClockOf(sel, w);
+        const uint16_t flags = (sel & kReadGroupBit) ? proto::flags::kGroup : 0;
+        d = Build(slot, Op::kRead, worker, m, clock, RowOf(in_.U8(), slot), {}, flags);
         break;
       }
       case Action::kInc: {

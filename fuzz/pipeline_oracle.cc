@@ -342,8 +342,17 @@ void Oracle::CheckAuthenticated(size_t slot, const Snapshot& before, const Snaps
     default:
       break;
   }
-  if (r.verdict == Verdict::kDropped || r.verdict == Verdict::kApplied) {
-    ORACLE_CHECK(*this, emitted.empty(), "no reply for a dropped or applied packet");
+  if (r.verdict == Verdict::kDropped) {
+    ORACLE_CHECK(*this, emitted.empty(), "no reply for a dropped packet");
+  }
+  if (r.verdict == Verdict::kApplied) {
+    // An applied INC that completes a row sends the row to the job's group
+    // (CheckEmitted checks what it sends); nothing else.
+    const uint64_t completed =
+        after.jobs[slot].t.counters.completed_rows - before.jobs[slot].t.counters.completed_rows;
+    ORACLE_CHECK(*this, emitted.size() == completed && completed <= 1,
+                 "an applied INC emits only the row it completes (" + S(emitted.size()) +
+                     " emitted, " + S(completed) + " rows completed)");
   }
   if (r.verdict == Verdict::kRefused) {
     ORACLE_CHECK(*this, emitted.size() == 1 && emitted[0].h.op == Op::kError,

@@ -72,12 +72,15 @@ for t in "${TARGETS[@]}"; do
   fi
   if [[ $REPLAY -eq 1 ]]; then
     echo "== $t: replaying the corpus and ${#regressions[@]} regression input(s)"
-    if ! "$bin" -runs=0 "$dir/corpus" >"$dir/log" 2>&1; then
+    # A failing input is written to the scratch directory, never the
+    # repository (libFuzzer writes crash-* to the working directory otherwise).
+    mkdir -p "$dir/artifacts"
+    if ! "$bin" -runs=0 -artifact_prefix="$dir/artifacts/" "$dir/corpus" >"$dir/log" 2>&1; then
       echo "fuzz.sh: $t fails on its seed corpus; see $dir/log" >&2
       failed=1
     fi
     for r in "${regressions[@]}"; do
-      if ! "$bin" "$r" >>"$dir/log" 2>&1; then
+      if ! "$bin" -artifact_prefix="$dir/artifacts/" "$r" >>"$dir/log" 2>&1; then
         echo "fuzz.sh: $t still fails on $r" >&2
         failed=1
       fi
