@@ -1,8 +1,5 @@
 #include "dataplane/aggregation_table.h"
 
-#include <algorithm>
-#include <climits>
-
 #include "dataplane/policy_banks.h"
 #include "dataplane/row_ops.h"
 #include "proto/codec.h"

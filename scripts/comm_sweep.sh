@@ -42,7 +42,7 @@ POINTS=(
   "8 25600000 4096"
 )
 iters_for() {  # enough iterations for a median, few for the big models
-  if (( $1 <= 100000 )); then echo "60 5"; elif (( $1 <= 1000000 )); then echo "25 3"; else echo "4 1"; fi
+  if (( $1 <= 100000 )); then echo "60 5"; elif (( $1 <= 1000000 )); then echo "25 3"; else echo "8 2"; fi
 }
 
 if (( ! PLOT_ONLY )); then
