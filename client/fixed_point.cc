@@ -12,26 +12,18 @@
 #include <cstdint>
 #include <string>
 
+#include "common/vector_kernel.h"
 #include "include/serene/client.h"
 
 namespace serene {
 namespace {
-
-// As proto/values.cc: no clones under ThreadSanitizer, whose runtime is not
-// up when the dynamic loader runs the clones' resolver.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_THREAD__)
-#define SERENE_FIXED_POINT_KERNEL __attribute__((target_clones("avx2", "default")))
-#else
-#define SERENE_FIXED_POINT_KERNEL
-#endif
 
 constexpr double kMax = 2147483647.0, kMin = -2147483648.0;
 
 // out[i] = round(in[i] * scale) for values in range (0 for the others);
 // returns false if any value is out of range or not finite (NaN fails both
 // compares). Counted, not branched on, so the loop vectorizes.
-SERENE_FIXED_POINT_KERNEL
+SERENE_VECTOR_KERNEL
 bool QuantizeBlock(const float* __restrict in, double scale, int32_t* __restrict out, size_t n) {
   size_t good = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -43,7 +35,7 @@ bool QuantizeBlock(const float* __restrict in, double scale, int32_t* __restrict
   return good == n;
 }
 
-SERENE_FIXED_POINT_KERNEL
+SERENE_VECTOR_KERNEL
 void DequantizeBlock(const int32_t* __restrict in, double inv, float* __restrict out, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(in[i] * inv);
 }

@@ -3,6 +3,7 @@
 #include "dataplane/policy_banks.h"
 #include "dataplane/row_ops.h"
 #include "proto/codec.h"
+#include "proto/values.h"
 
 namespace serene::dataplane {
 namespace {
@@ -70,7 +71,8 @@ IncOutcome ApplyInc(JobState& job, uint32_t worker, uint32_t clock, uint32_t row
     if (pc == proto::kNoClock) {
       // The clock's first INC: pending holds nothing of use (MaybeFoldRow).
       pc = clock;
-      LoadRowFromBigEndian(job.PendingRow(row), be_values, job.config.RowLength(row));
+      proto::LoadValues(be_values,
+                        std::span<int32_t>(job.PendingRow(row), job.config.RowLength(row)));
       job.pending_incs[row] = 1;
       return job.config.workers == 1 ? IncOutcome::kRowComplete : IncOutcome::kApplied;
     }

@@ -2,18 +2,10 @@
 
 #include <cstring>
 
+#include "common/vector_kernel.h"
+
 namespace serene::dataplane {
 namespace {
-
-// Not under ThreadSanitizer: GCC instruments the ifunc resolver of the clones,
-// which the dynamic loader runs before libtsan is set up (SIGSEGV before
-// main). The TSan build has the portable version only (docs/sanitizers.md).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_THREAD__)
-#define SERENE_ROW_KERNEL __attribute__((target_clones("avx2", "default")))
-#else
-#define SERENE_ROW_KERNEL
-#endif
 
 // a + b clamped to the int32 range; *clamps counts clamping. Branch-free on
 // 32-bit lanes: overflow iff a and b share a sign that the wrapped sum lacks.
@@ -38,7 +30,7 @@ inline void StoreBe(uint8_t* p, uint32_t i, uint32_t v) {
 
 }  // namespace
 
-SERENE_ROW_KERNEL
+SERENE_VECTOR_KERNEL
 uint32_t AddRowSaturating(int32_t* __restrict dst, const int32_t* __restrict src, uint32_t n) {
   uint32_t clamps = 0;
   for (uint32_t i = 0; i < n; ++i) {
@@ -47,7 +39,7 @@ uint32_t AddRowSaturating(int32_t* __restrict dst, const int32_t* __restrict src
   return clamps;
 }
 
-SERENE_ROW_KERNEL
+SERENE_VECTOR_KERNEL
 uint32_t AddRowFromBigEndian(int32_t* __restrict dst, const uint8_t* __restrict src, uint32_t n) {
   uint32_t clamps = 0;
   for (uint32_t i = 0; i < n; ++i) {
@@ -56,12 +48,12 @@ uint32_t AddRowFromBigEndian(int32_t* __restrict dst, const uint8_t* __restrict 
   return clamps;
 }
 
-SERENE_ROW_KERNEL
+SERENE_VECTOR_KERNEL
 void StoreRowBigEndian(uint8_t* __restrict dst, const int32_t* __restrict a, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) StoreBe(dst, i, Load(a, i));
 }
 
-SERENE_ROW_KERNEL
+SERENE_VECTOR_KERNEL
 uint32_t StoreRowSumBigEndian(uint8_t* __restrict dst, const int32_t* __restrict a,
                               const int32_t* __restrict b, uint32_t n) {
   uint32_t clamps = 0;
@@ -69,12 +61,7 @@ uint32_t StoreRowSumBigEndian(uint8_t* __restrict dst, const int32_t* __restrict
   return clamps;
 }
 
-SERENE_ROW_KERNEL
-void LoadRowFromBigEndian(int32_t* __restrict dst, const uint8_t* __restrict src, uint32_t n) {
-  for (uint32_t i = 0; i < n; ++i) dst[i] = static_cast<int32_t>(LoadBe(src, i));
-}
-
-SERENE_ROW_KERNEL
+SERENE_VECTOR_KERNEL
 void StoreRowDifferenceBigEndian(uint8_t* __restrict dst, const int32_t* __restrict a,
                                  const int32_t* __restrict b, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) StoreBe(dst, i, Load(a, i) - Load(b, i));

@@ -3,7 +3,8 @@
 // are the data plane's inner loops (one row of up to 16368 values per
 // packet), so they are written branch-free in 32-bit lanes, compiled with
 // -O3, and cloned for AVX2 with a baseline x86-64 fallback chosen at load
-// time (GCC target_clones), so the binary still runs on any x86-64.
+// time (common/vector_kernel.h), so the binary still runs on any x86-64.
+// A row's values to host order without adding is proto::LoadValues.
 //
 // All functions are pure; `dst` and the sources must not overlap.
 #pragma once
@@ -24,9 +25,6 @@ void StoreRowBigEndian(uint8_t* dst, const int32_t* a, uint32_t n);
 // Writes sat(a[i] + b[i]) as big-endian int32 at dst + 4i; returns how many
 // were clamped.
 uint32_t StoreRowSumBigEndian(uint8_t* dst, const int32_t* a, const int32_t* b, uint32_t n);
-
-// dst[i] = be32(src + 4i): a row's values in host order, nothing added.
-void LoadRowFromBigEndian(int32_t* dst, const uint8_t* src, uint32_t n);
 
 // Writes a[i] - b[i] (wrapping) as big-endian int32 at dst + 4i: undoes an
 // addition a = b + x that did not clamp.

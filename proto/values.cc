@@ -2,19 +2,12 @@
 
 #include <cstring>
 
+#include "common/vector_kernel.h"
+
 namespace serene::proto {
 namespace {
 
-// As dataplane/row_ops.cc: no clones under ThreadSanitizer, whose runtime
-// is not up when the dynamic loader runs the clones' resolver.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(__SANITIZE_THREAD__)
-#define SERENE_VALUES_KERNEL __attribute__((target_clones("avx2", "default")))
-#else
-#define SERENE_VALUES_KERNEL
-#endif
-
-SERENE_VALUES_KERNEL
+SERENE_VECTOR_KERNEL
 void Store(const int32_t* __restrict values, uint8_t* __restrict out, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const uint32_t v = __builtin_bswap32(static_cast<uint32_t>(values[i]));
@@ -22,7 +15,7 @@ void Store(const int32_t* __restrict values, uint8_t* __restrict out, size_t n) 
   }
 }
 
-SERENE_VALUES_KERNEL
+SERENE_VECTOR_KERNEL
 void Load(const uint8_t* __restrict in, int32_t* __restrict values, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     uint32_t v;
