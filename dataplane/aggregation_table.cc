@@ -96,12 +96,12 @@ uint32_t ReadRow(JobState& job, uint32_t row, bool exact, uint32_t clock, uint8_
     if (exact && job.pending_clock[row] == clock) {
       StoreRowDifferenceBigEndian(out_be, vis, job.PendingRow(row), n);
     } else {
-      StoreRowBigEndian(out_be, vis, n);
+      proto::StoreValues(std::span<const int32_t>(vis, n), out_be);
     }
     return 0;
   }
   if (exact || job.pending_clock[row] == proto::kNoClock) {
-    StoreRowBigEndian(out_be, vis, n);
+    proto::StoreValues(std::span<const int32_t>(vis, n), out_be);
     return 0;
   }
   const uint32_t clamps = StoreRowSumBigEndian(out_be, vis, job.PendingRow(row), n);

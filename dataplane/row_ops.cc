@@ -49,11 +49,6 @@ uint32_t AddRowFromBigEndian(int32_t* __restrict dst, const uint8_t* __restrict 
 }
 
 SERENE_VECTOR_KERNEL
-void StoreRowBigEndian(uint8_t* __restrict dst, const int32_t* __restrict a, uint32_t n) {
-  for (uint32_t i = 0; i < n; ++i) StoreBe(dst, i, Load(a, i));
-}
-
-SERENE_VECTOR_KERNEL
 uint32_t StoreRowSumBigEndian(uint8_t* __restrict dst, const int32_t* __restrict a,
                               const int32_t* __restrict b, uint32_t n) {
   uint32_t clamps = 0;

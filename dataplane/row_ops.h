@@ -4,7 +4,8 @@
 // packet), so they are written branch-free in 32-bit lanes, compiled with
 // -O3, and cloned for AVX2 with a baseline x86-64 fallback chosen at load
 // time (common/vector_kernel.h), so the binary still runs on any x86-64.
-// A row's values to host order without adding is proto::LoadValues.
+// A row's values to host order without adding, and back to wire order, are
+// proto::LoadValues and proto::StoreValues.
 //
 // All functions are pure; `dst` and the sources must not overlap.
 #pragma once
@@ -18,9 +19,6 @@ uint32_t AddRowSaturating(int32_t* dst, const int32_t* src, uint32_t n);
 
 // dst[i] = sat(dst[i] + be32(src + 4i)); returns how many were clamped.
 uint32_t AddRowFromBigEndian(int32_t* dst, const uint8_t* src, uint32_t n);
-
-// Writes a[i] as big-endian int32 at dst + 4i.
-void StoreRowBigEndian(uint8_t* dst, const int32_t* a, uint32_t n);
 
 // Writes sat(a[i] + b[i]) as big-endian int32 at dst + 4i; returns how many
 // were clamped.
