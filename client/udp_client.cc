@@ -257,7 +257,7 @@ Status UdpClient::PullRows(std::span<int32_t> model, std::span<int32_t> mirror) 
 }
 
 Status UdpClient::Push(std::span<const float> update) {
-  if (Status s = CheckSize("Push()", "update", update.size()); !s.ok()) return s;
+  if (Status s = CheckPush(update.size()); !s.ok()) return s;
   Status q = Quantize(update, rank_.info.scale_log2, rank_.inc);
   if (!q.ok()) {
     return Status::InvalidArgument("Push() at clock " + ClockText(clock()) + ": " + q.message());
@@ -266,14 +266,25 @@ Status UdpClient::Push(std::span<const float> update) {
 }
 
 Status UdpClient::PushFixed(std::span<const int32_t> update) {
-  if (Status s = CheckPush(update); !s.ok()) return s;
+  if (Status s = CheckPush(update.size()); !s.ok()) return s;
   // The caller may change `update` once Push returns: NACKs re-send a copy.
   if (update.data() != rank_.inc.data()) std::copy(update.begin(), update.end(), rank_.inc.begin());
   return PushRows(rank_.inc, clock());
 }
 
-Status UdpClient::CheckPush(std::span<const int32_t> update) const {
-  if (Status s = CheckSize("Push()", "update", update.size()); !s.ok()) return s;
+Status UdpClient::CheckPush(size_t elements) const {
+  if (Status s = CheckSize("Push()", "update", elements); !s.ok()) return s;
+  if (rank_.pushed) {
+    // The switch takes one update per rank per clock: a second push's INCs
+    // would be dropped as duplicates, except where a row of the first was
+    // lost — its NACK would then re-send the second's values, a mix.
+    const std::string c = ClockText(clock());
+    return Status::FailedPrecondition(
+        "Push() at clock " + c + ": rank " + std::to_string(options_.rank) +
+        " already pushed its update for clock " + c +
+        " (the switch takes one per rank per clock); call Clock() before pushing again, or "
+        "add the updates into one push");
+  }
   if (clock() == 0 && options_.rank != 0) {
     return Status::InvalidArgument(
         "Push() at clock 0 from rank " + std::to_string(options_.rank) +
@@ -367,7 +378,7 @@ Result<ClockResult> UdpClient::ExchangeFixed(std::span<const int32_t> update,
   if (overlap) {
     if (Status s = PushFixed(update); !s.ok()) return s;
   } else {
-    if (Status s = CheckPush(update); !s.ok()) return s;
+    if (Status s = CheckPush(update.size()); !s.ok()) return s;
     if (Status s = PushRows(update, clock()); !s.ok()) return s;
   }
   // The next clock's rows that come while the barrier waits land in the

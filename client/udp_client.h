@@ -64,8 +64,10 @@ class UdpClient final : public Client {
   // rank's rows first; NACKs re-send from `values`, which must stay as they
   // are until the clock is released.
   Status PushRows(std::span<const int32_t> values, uint32_t c);
-  // Refuses an update of the wrong size, or a push at clock 0 but from rank 0.
-  Status CheckPush(std::span<const int32_t> update) const;
+  // Refuses an update of the wrong size (`elements`), a push at clock 0 but
+  // from rank 0, and a second push in one clock. Called before anything is
+  // written: NACKs of the first push re-send from rank_.inc.
+  Status CheckPush(size_t elements) const;
   // Pulls the current clock's model into `model` (and `mirror`, if not
   // empty), joining again as often as an eviction or a lost job requires.
   Status PullRows(std::span<int32_t> model, std::span<int32_t> mirror);

@@ -176,7 +176,9 @@ class Client {
   virtual Status PullFixed(std::span<int32_t> model) = 0;
 
   // INCs `update` (quantized) into every row at the current clock. Fails,
-  // sending nothing, if a value is not finite or outside the fixed-point range.
+  // sending nothing, if a value is not finite or outside the fixed-point range,
+  // and (FailedPrecondition) if this rank already pushed in this clock: one
+  // update per rank per clock, Clock() between two pushes.
   virtual Status Push(std::span<const float> update) = 0;
   virtual Status PushFixed(std::span<const int32_t> update) = 0;
 

@@ -114,6 +114,10 @@ def test_pull_writes_in_place_numpy_torch_and_int32(start_switch):
         ro = np.zeros(elements, np.float32)
         ro.setflags(write=False)
         c.push(ro)
+        # One update per rank per clock: a second push is refused, sending nothing.
+        with pytest.raises(serene.FailedPreconditionError, match="already pushed"):
+            c.push(np.zeros(elements, np.int32))
+        c.clock()
         c.push(np.zeros(elements, np.int32))
         c.clock()
 

@@ -128,6 +128,80 @@ TEST(ClientLoop, AClockRetriedAfterAFailedExchangeReSendsTheUpdateNotTheCallersB
   }
 }
 
+TEST(ClientLoop, ASecondPushInOneClockIsRefusedAndNacksReSendTheFirst) {
+  // The switch takes one update per rank per clock. A second push in the same
+  // clock — fixed point or float, alone or in an exchange, even one with a bad
+  // value — is refused before anything is sent, and a NACK of the clock
+  // re-sends the first push's values, unchanged by the refused calls.
+  std::atomic<bool> nacked{false};
+  std::mutex mu;
+  std::vector<FakeSwitch::Request> resent;  // INCs after the NACK, guarded by mu
+  FakeSwitch sw(2, 10, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op == Op::kJoin) reply.JoinAck(r, 4, kIncarnation);
+    if (r.header.op == Op::kInc && nacked) {
+      std::lock_guard lock(mu);
+      resent.push_back(r);
+    }
+    if (r.header.op == Op::kClock) {
+      std::lock_guard lock(mu);
+      if (resent.size() >= 2) {
+        reply.Release(r, 5, 5, 5);
+      } else {
+        nacked = true;
+        reply.Send(r, Op::kNack, r.header.clock, r.header.row, 0, {0});
+      }
+    }
+  });
+  auto c = Joined(sw, 1);
+  std::vector<int32_t> first(10);
+  for (int i = 0; i < 10; ++i) first[static_cast<size_t>(i)] = 100 + i;
+  ASSERT_TRUE(c->PushFixed(first).ok());
+  // The fake switch counts on its own thread: wait (bounded) for both rows.
+  const auto until = Clock::now() + std::chrono::seconds(5);
+  while (sw.Count(Op::kInc) < 2 && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(sw.Count(Op::kInc), 2u);
+
+  std::vector<int32_t> other(10, -7), model(10);
+  std::vector<float> floats(10, 0.5f), float_model(10);
+  std::vector<float> bad(10, 0.5f);
+  bad[3] = std::nanf("");
+  const std::vector<Status> refused = {
+      c->PushFixed(other),
+      c->Push(floats),
+      c->Push(bad),
+      c->ExchangeFixed(other, model).status(),
+      c->Exchange(floats, float_model).status(),
+  };
+  for (const Status& s : refused) {
+    EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition) << s.message();
+    EXPECT_NE(s.message().find("rank 1 already pushed its update for clock 5"), std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find("call Clock()"), std::string::npos) << s.message();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // what was sent has arrived
+  EXPECT_EQ(sw.Count(Op::kInc), 2u) << "the refused pushes sent nothing";
+
+  auto released = c->Clock();
+  ASSERT_TRUE(released.ok()) << released.status().message();
+  {
+    std::lock_guard lock(mu);
+    ASSERT_GE(resent.size(), 2u);
+    for (const auto& inc : resent) {
+      ASSERT_EQ(inc.header.clock, 5u);
+      ASSERT_EQ(inc.values.size(), 5u);
+      for (uint32_t i = 0; i < 5; ++i) {
+        EXPECT_EQ(inc.values[i], static_cast<int32_t>(100 + inc.header.row * 5 + i))
+            << "row " << inc.header.row << " value " << i << ": not the first push's";
+      }
+    }
+  }
+  // The next clock takes a push again.
+  EXPECT_EQ(c->clock(), 6u);
+  EXPECT_TRUE(c->PushFixed(other).ok());
+}
+
 TEST(ClientLoop, ShortNacksGetAWindowOfRowsAtATimeUntilEveryRowArrived) {
   // A switch like BMv2: it keeps only the first 8 INCs of each burst (its
   // input queue overflows) and NACKs with [received] alone. Re-sending every
