@@ -84,48 +84,69 @@ TEST(ClientLoop, ASwitchThatKeepsNackingEndsTheWaitWithinTheDeadline) {
   EXPECT_GT(sw.Count(Op::kInc), 10u) << "the rows were re-sent";
 }
 
-TEST(ClientLoop, AClockRetriedAfterAFailedExchangeReSendsTheUpdateNotTheCallersBufferNow) {
-  // ExchangeFixed re-sends NACKed INCs from the caller's update without
-  // copying it. If its clock fails, the caller owns the buffer again: a
-  // Clock() retried later must re-send the update that was pushed.
-  std::atomic<bool> retry{false};
+// A switch with the rank in clock 5 (two rows of 5 values) that NACKs every
+// CLOCK until, once Record() was called, both rows were INC'd again; then it
+// releases the clock.
+struct NackUntilResent {
+  std::atomic<bool> recording{false};
   std::mutex mu;
-  std::vector<FakeSwitch::Request> resent;  // INCs of the retry, guarded by mu
-  FakeSwitch sw(2, 10, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+  std::vector<FakeSwitch::Request> resent;  // INCs since Record(), guarded by mu
+  FakeSwitch sw{2, 10, 5, [this](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+                  Handle(r, reply);
+                }};
+
+  void Record() { recording = true; }
+  void Handle(const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
     if (r.header.op == Op::kJoin) reply.JoinAck(r, 4, kIncarnation);
-    if (r.header.op == Op::kInc && retry) {
+    if (r.header.op == Op::kInc && recording) {
       std::lock_guard lock(mu);
       resent.push_back(r);
     }
     if (r.header.op == Op::kClock) {
       std::lock_guard lock(mu);
-      if (retry && resent.size() >= 2) {
+      if (recording && resent.size() >= 2) {
         reply.Release(r, 5, 5, 5);
       } else {
         reply.Send(r, Op::kNack, r.header.clock, r.header.row, 0, {0});
       }
     }
-  });
-  auto c = Joined(sw, 1, std::chrono::milliseconds(500));
-  std::vector<int32_t> update(10), model(10);
+  }
+  // Every INC re-sent since Record() carries the update 100 + element index.
+  void ExpectTheUpdateWasReSent() {
+    std::lock_guard lock(mu);
+    ASSERT_GE(resent.size(), 2u);
+    for (const auto& inc : resent) {
+      ASSERT_EQ(inc.header.clock, 5u);
+      ASSERT_EQ(inc.values.size(), 5u);
+      for (uint32_t i = 0; i < 5; ++i) {
+        EXPECT_EQ(inc.values[i], static_cast<int32_t>(100 + inc.header.row * 5 + i))
+            << "row " << inc.header.row << " value " << i;
+      }
+    }
+  }
+};
+
+std::vector<int32_t> TheUpdate() {
+  std::vector<int32_t> update(10);
   for (int i = 0; i < 10; ++i) update[static_cast<size_t>(i)] = 100 + i;
+  return update;
+}
+
+TEST(ClientLoop, AClockRetriedAfterAFailedExchangeReSendsTheUpdateNotTheCallersBufferNow) {
+  // ExchangeFixed re-sends NACKed INCs from the caller's update without
+  // copying it. If its clock fails, the caller owns the buffer again: a
+  // Clock() retried later must re-send the update that was pushed.
+  NackUntilResent script;
+  auto c = Joined(script.sw, 1, std::chrono::milliseconds(500));
+  std::vector<int32_t> update = TheUpdate(), model(10);
   auto failed = c->ExchangeFixed(update, model);
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().code(), Status::Code::kDeadlineExceeded);
   std::fill(update.begin(), update.end(), -9);  // the caller reuses its buffer
-  retry = true;
+  script.Record();
   auto released = c->Clock();
   ASSERT_TRUE(released.ok()) << released.status().message();
-  std::lock_guard lock(mu);
-  ASSERT_GE(resent.size(), 2u);
-  for (const auto& inc : resent) {
-    ASSERT_EQ(inc.header.clock, 5u);
-    ASSERT_EQ(inc.values.size(), 5u);
-    for (uint32_t i = 0; i < 5; ++i) {
-      EXPECT_EQ(inc.values[i], static_cast<int32_t>(100 + inc.header.row * 5 + i))
-          << "row " << inc.header.row << " value " << i;
-    }
-  }
+  script.ExpectTheUpdateWasReSent();
 }
 
 TEST(ClientLoop, ASecondPushInOneClockIsRefusedAndNacksReSendTheFirst) {
@@ -133,29 +154,10 @@ TEST(ClientLoop, ASecondPushInOneClockIsRefusedAndNacksReSendTheFirst) {
   // clock — fixed point or float, alone or in an exchange, even one with a bad
   // value — is refused before anything is sent, and a NACK of the clock
   // re-sends the first push's values, unchanged by the refused calls.
-  std::atomic<bool> nacked{false};
-  std::mutex mu;
-  std::vector<FakeSwitch::Request> resent;  // INCs after the NACK, guarded by mu
-  FakeSwitch sw(2, 10, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
-    if (r.header.op == Op::kJoin) reply.JoinAck(r, 4, kIncarnation);
-    if (r.header.op == Op::kInc && nacked) {
-      std::lock_guard lock(mu);
-      resent.push_back(r);
-    }
-    if (r.header.op == Op::kClock) {
-      std::lock_guard lock(mu);
-      if (resent.size() >= 2) {
-        reply.Release(r, 5, 5, 5);
-      } else {
-        nacked = true;
-        reply.Send(r, Op::kNack, r.header.clock, r.header.row, 0, {0});
-      }
-    }
-  });
+  NackUntilResent script;
+  FakeSwitch& sw = script.sw;
   auto c = Joined(sw, 1);
-  std::vector<int32_t> first(10);
-  for (int i = 0; i < 10; ++i) first[static_cast<size_t>(i)] = 100 + i;
-  ASSERT_TRUE(c->PushFixed(first).ok());
+  ASSERT_TRUE(c->PushFixed(TheUpdate()).ok());
   // The fake switch counts on its own thread: wait (bounded) for both rows.
   const auto until = Clock::now() + std::chrono::seconds(5);
   while (sw.Count(Op::kInc) < 2 && Clock::now() < until) {
@@ -183,20 +185,10 @@ TEST(ClientLoop, ASecondPushInOneClockIsRefusedAndNacksReSendTheFirst) {
   std::this_thread::sleep_for(std::chrono::milliseconds(100));  // what was sent has arrived
   EXPECT_EQ(sw.Count(Op::kInc), 2u) << "the refused pushes sent nothing";
 
+  script.Record();
   auto released = c->Clock();
   ASSERT_TRUE(released.ok()) << released.status().message();
-  {
-    std::lock_guard lock(mu);
-    ASSERT_GE(resent.size(), 2u);
-    for (const auto& inc : resent) {
-      ASSERT_EQ(inc.header.clock, 5u);
-      ASSERT_EQ(inc.values.size(), 5u);
-      for (uint32_t i = 0; i < 5; ++i) {
-        EXPECT_EQ(inc.values[i], static_cast<int32_t>(100 + inc.header.row * 5 + i))
-            << "row " << inc.header.row << " value " << i << ": not the first push's";
-      }
-    }
-  }
+  script.ExpectTheUpdateWasReSent();
   // The next clock takes a push again.
   EXPECT_EQ(c->clock(), 6u);
   EXPECT_TRUE(c->PushFixed(other).ok());
