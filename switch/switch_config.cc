@@ -12,13 +12,14 @@
 #include "common/toml_util.h"
 #include "net/address.h"
 #include "proto/codec.h"
+#include "switch/thread_niceness.h"
 
 namespace serene::switchd {
 namespace {
 
 constexpr std::string_view kTopKeys =
-    "bind, port, threads, batch, recv_buffer, send_buffer, offload, log_level, fault, control, "
-    "token_file, metrics, job";
+    "bind, port, threads, batch, nice, recv_buffer, send_buffer, offload, log_level, fault, "
+    "control, token_file, metrics, job";
 constexpr std::string_view kJobKeys =
     "id, workers, elements, row, scale, key, evict_after, allow, group, policy";
 // UDP payload that fits a 1500-byte Ethernet frame over IPv4 (20 + 8 bytes of headers).
@@ -73,6 +74,17 @@ Status ApplySetting(std::string_view key, const std::string& setting, std::strin
   } else if (key == "threads") {
     s = SetUint(setting, text, 1, kMaxThreads, "a number of threads", &v);
     if (s.ok()) c->server.threads = static_cast<uint32_t>(v);
+  } else if (key == "nice") {
+    // -20..19; a leading '-' is the sign.
+    const bool negative = !text.empty() && text.front() == '-';
+    s = SetUint(setting, negative ? text.substr(1) : text, 0, negative ? -kMinNice : kMaxNice,
+                "a niceness", &v);
+    if (!s.ok()) {
+      return Bad(setting, text,
+                 "a niceness -20..19 for the loop threads (lower runs first; below the "
+                 "current one needs root or CAP_SYS_NICE)");
+    }
+    c->server.nice = negative ? -static_cast<int>(v) : static_cast<int>(v);
   } else if (key == "batch") {
     s = SetUint(setting, text, 1, net::kMaxBatch, "datagrams per batch", &v);
     if (s.ok()) c->server.batch = static_cast<uint32_t>(v);
@@ -314,7 +326,8 @@ Result<SwitchConfig> ParseTomlConfig(std::string_view text, std::string_view sou
         s = c.AddJob(*job);
         if (!s.ok()) return Status::InvalidArgument(src + ": " + s.message());
       }
-    } else if (key == "port" || key == "threads" || key == "batch" || key == "recv_buffer" ||
+    } else if (key == "port" || key == "threads" || key == "batch" || key == "nice" ||
+               key == "recv_buffer" ||
                key == "send_buffer" || key == "offload" || key == "log_level" || key == "fault" ||
                key == "control" || key == "token_file" || key == "metrics") {
       auto value = ScalarText(node);
@@ -357,6 +370,7 @@ Result<SwitchConfig> BuildConfig(const SwitchFlags& flags) {
       {"port", &flags.port},
       {"threads", &flags.threads},
       {"batch", &flags.batch},
+      {"nice", &flags.nice},
       {"recv_buffer", &flags.recv_buffer},
       {"send_buffer", &flags.send_buffer},
       {"offload", &flags.offload},

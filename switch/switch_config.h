@@ -30,7 +30,7 @@ inline constexpr int kMaxSocketBuffer = 1 << 30;  // 1 GiB
 inline constexpr const char* kDefaultControl = "127.0.0.1:7001";
 
 struct SwitchConfig {
-  ServerOptions server;                    // bind, port, threads, batch, buffers, fault
+  ServerOptions server;                    // bind, port, threads, batch, nice, buffers, fault
   std::string log_level = "info";          // trace, debug, info, warn, error, critical, off
   // Runtime API (gRPC) address HOST:PORT, or "off". A non-loopback address
   // needs a token. When left at the default and that port is taken (another
@@ -67,6 +67,7 @@ struct SwitchFlags {
   std::optional<std::string> port;
   std::optional<std::string> threads;
   std::optional<std::string> batch;
+  std::optional<std::string> nice;
   std::optional<std::string> recv_buffer;
   std::optional<std::string> send_buffer;
   std::optional<std::string> offload;

@@ -25,6 +25,11 @@ void AddSwitchFlags(CLI::App* app, SwitchFlags* flags) {
   Optional(app, "--threads", &flags->threads,
            "Sockets and loop threads per address, 1..64 (default 1)", "N");
   Optional(app, "--batch", &flags->batch, "Datagrams per recvmmsg, 1..1024 (default 32)", "N");
+  Optional(app, "--nice", &flags->nice,
+           "Niceness of the loop threads, -20..19: lower runs ahead of the workers when they "
+           "share the cores; below the current one needs root or CAP_SYS_NICE (default: as "
+           "started)",
+           "N");
   Optional(app, "--recv-buffer", &flags->recv_buffer,
            "SO_RCVBUF per socket, e.g. 64MiB; 0 = kernel default (default: the largest static "
            "job's burst, workers x elements x 4 bytes, 4..256 MiB)", "BYTES");

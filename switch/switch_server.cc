@@ -10,6 +10,7 @@
 
 #include "net/address.h"
 #include "switch/reuseport_steering.h"
+#include "switch/thread_niceness.h"
 
 namespace serene::switchd {
 
@@ -350,6 +351,10 @@ Status SwitchServer::Start() {
     return Status::InvalidArgument("threads must be >= 1 and batch 1.." +
                                    std::to_string(net::kMaxBatch));
   }
+  if (options_.nice) {
+    // Tried before any socket opens, so that a refusal changes nothing.
+    if (Status s = CheckThreadNiceness(*options_.nice); !s.ok()) return s;
+  }
   Status s = OpenPorts();
   if (!s.ok()) {
     ports_.clear();
@@ -373,6 +378,10 @@ Status SwitchServer::Start() {
 }
 
 void SwitchServer::Loop(Port* port) {
+  if (options_.nice) {
+    // Start() checked that it can be applied.
+    if (Status s = SetThreadNiceness(*options_.nice); !s.ok()) spdlog::error("{}", s.message());
+  }
   PortLoop loop(port, &ports_, pipeline_, options_, &stop_);
   loop.Run();
 }

@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -67,6 +68,9 @@ struct ServerOptions {
   int send_buffer = 4 << 20;  // SO_SNDBUF bytes per socket; 0 = kernel default
   bool offload = true;        // UDP GSO trains out, GRO trains in (net/udp_socket.h)
   net::FaultSpec fault;       // applied per socket, seeded per socket and direction
+  // Niceness of the loop threads (-20..19; thread_niceness.h); unset: as
+  // started. Start() fails if it cannot be applied.
+  std::optional<int> nice;
   std::chrono::milliseconds poll_interval{50};  // longest a loop sleeps between stop checks
 };
 

@@ -1,6 +1,7 @@
 // serene-bench comm: the real binary (its own switch, worker processes, Gloo
 // over TCP) checks every result of both systems; and the summary arithmetic.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -68,6 +69,41 @@ TEST(CommBenchTest, WorksWithoutOffloadAndWithSerenesDefaultRow) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.last.at("row"), 4096);
   EXPECT_EQ(r.last.at("gloo_algorithm"), "ring-chunked");
+}
+
+TEST(CommBenchTest, TheSwitchRunsAtTheAskedNiceness) {
+  // The started switch's log confirms what its loop threads run at; raising
+  // the niceness needs no privilege.
+  CommRun given = RunComm({"comm", "--workers", "2", "--elements", "3000", "--iters", "2",
+                           "--warmup", "0", "--gloo", "none", "--switch-nice", "4",
+                           "--switch-log"});
+  ASSERT_EQ(given.exit_code, 0) << given.output;
+  EXPECT_EQ(given.last.at("switch_nice"), 4);
+  EXPECT_NE(given.output.find("niceness 4)"), std::string::npos) << given.output;
+  EXPECT_NE(given.output.find("thread(s), batch 32, nice 4)"), std::string::npos) << given.output;
+  EXPECT_GT(given.last.at("serene_ranks_cpu_ms").get<double>(), 0.0);
+
+  CommRun none = RunComm({"comm", "--workers", "2", "--elements", "3000", "--iters", "2",
+                          "--warmup", "0", "--gloo", "none", "--switch-nice", "none"});
+  ASSERT_EQ(none.exit_code, 0) << none.output;
+  EXPECT_TRUE(none.last.at("switch_nice").is_null());
+  EXPECT_NE(none.output.find("niceness as started"), std::string::npos) << none.output;
+
+  // auto: -15 when the bench may lower it (root), else left alone.
+  CommRun automatic = RunComm({"comm", "--workers", "2", "--elements", "3000", "--iters", "2",
+                               "--warmup", "0", "--gloo", "none"});
+  ASSERT_EQ(automatic.exit_code, 0) << automatic.output;
+  if (geteuid() == 0) {
+    EXPECT_EQ(automatic.last.at("switch_nice"), -15);
+  } else {
+    EXPECT_TRUE(automatic.last.at("switch_nice").is_null());
+  }
+
+  CommRun bad = RunComm({"comm", "--switch-nice", "25"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("--switch-nice '25': expected a niceness -20..19, none or auto"),
+            std::string::npos)
+      << bad.output;
 }
 
 TEST(CommBenchTest, RefusesAnUnknownAlgorithmNamingTheChoices) {

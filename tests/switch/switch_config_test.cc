@@ -50,6 +50,7 @@ TEST(SwitchConfigTest, Defaults) {
   EXPECT_EQ(c->server.port, 7000);
   EXPECT_EQ(c->server.threads, 1u);
   EXPECT_EQ(c->server.batch, 32u);
+  EXPECT_FALSE(c->server.nice.has_value());  // as started
   EXPECT_EQ(c->server.recv_buffer, 4 << 20);
   EXPECT_EQ(c->server.send_buffer, 4 << 20);
   EXPECT_FALSE(c->server.fault.enabled());
@@ -65,6 +66,7 @@ TEST(SwitchConfigTest, AppliesEveryFlag) {
        "--port",        "7100",
        "--threads",     "4",
        "--batch",       "64",
+       "--nice",        "-5",
        "--recv-buffer", "8MiB",
        "--send-buffer", "512KiB",
        "--log-level",   "debug",
@@ -79,6 +81,7 @@ TEST(SwitchConfigTest, AppliesEveryFlag) {
   EXPECT_EQ(c->server.port, 7100);
   EXPECT_EQ(c->server.threads, 4u);
   EXPECT_EQ(c->server.batch, 64u);
+  EXPECT_EQ(c->server.nice, -5);
   EXPECT_EQ(c->server.recv_buffer, 8 << 20);
   EXPECT_EQ(c->server.send_buffer, 512 << 10);
   EXPECT_EQ(c->log_level, "debug");
@@ -140,6 +143,10 @@ TEST(SwitchConfigTest, RefusesBadFlagValuesNamingThem) {
       {{"--threads", "0"}, "--threads '0': expected a number of threads 1..64"},
       {{"--threads", "65"}, "--threads '65'"},
       {{"--batch", "0"}, "--batch '0': expected datagrams per batch 1..1024"},
+      {{"--nice", "20"}, "--nice '20': expected a niceness -20..19"},
+      {{"--nice", "-21"}, "--nice '-21': expected a niceness -20..19"},
+      {{"--nice", "--5"}, "--nice '--5'"},
+      {{"--nice", "high"}, "--nice 'high'"},
       {{"--recv-buffer", "2GiB"}, "--recv-buffer '2GiB': expected a size in bytes 0..1GiB"},
       {{"--send-buffer", "4MB"}, "--send-buffer '4MB'"},
       {{"--log-level", "verbose"}, "--log-level 'verbose': expected one of trace, debug"},
@@ -177,6 +184,7 @@ bind = ["0.0.0.0", "::1"]
 port = 7001
 threads = 2
 batch = 16
+nice = -3
 recv_buffer = "1MiB"
 send_buffer = 65536
 log_level = "warn"
@@ -205,6 +213,7 @@ policy = "window=2,quorum=2,lag=5"
   EXPECT_EQ(c->server.port, 7001);
   EXPECT_EQ(c->server.threads, 2u);
   EXPECT_EQ(c->server.batch, 16u);
+  EXPECT_EQ(c->server.nice, -3);
   EXPECT_EQ(c->server.recv_buffer, 1 << 20);
   EXPECT_EQ(c->server.send_buffer, 65536);
   EXPECT_EQ(c->log_level, "warn");

@@ -5,7 +5,15 @@
 
 #include <gtest/gtest.h>
 
+#include <grp.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "net/address.h"
@@ -180,6 +188,78 @@ TEST(SwitchServerTest, StartsOnlyOnceAndReportsBindErrors) {
       << s.message();
   EXPECT_FALSE(second.running());
   EXPECT_TRUE(second.local_endpoints().empty());
+}
+
+// How many of this process's threads run at niceness `nice` (/proc: the
+// 19th field of a task's stat, counted after the command's closing paren).
+int ThreadsAtNiceness(int nice) {
+  int n = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(stat.substr(paren + 2));
+    std::string field;
+    // state is field 3; nice is field 19.
+    for (int i = 3; i <= 19 && fields >> field; ++i) {
+      if (i == 19 && field == std::to_string(nice)) ++n;
+    }
+  }
+  return n;
+}
+
+TEST(SwitchServerTest, LoopThreadsRunAtTheGivenNiceness) {
+  // Raising the niceness needs no privilege; the loop threads get it, the
+  // caller's thread keeps its own.
+  ASSERT_EQ(ThreadsAtNiceness(7), 0);
+  dataplane::Pipeline pipeline;
+  ASSERT_TRUE(pipeline.CreateJob(Job(2)).ok());
+  ServerOptions o = Loopback(/*threads=*/2);
+  o.nice = 7;
+  SwitchServer server(&pipeline, o);
+  ASSERT_TRUE(server.Start().ok());
+  UdpPeer peer;
+  ASSERT_TRUE(peer.Send(server.local_endpoints()[0], Req(Op::kJoin, 0)));
+  auto ack = peer.Next();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(ack->header.op, Op::kJoinAck);  // the threads started: niceness applied first
+  EXPECT_EQ(ThreadsAtNiceness(7), 2);
+  EXPECT_EQ(getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())), 0);
+  server.Stop();
+}
+
+TEST(SwitchServerTest, ANicenessItMayNotTakeIsRefusedBeforeAnySocketOpens) {
+  // In a child without the privilege (as root: dropped to nobody) and with
+  // RLIMIT_NICE at 0, a niceness below 0 is refused, naming what it needs.
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (geteuid() == 0 && (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) {
+      _exit(10);
+    }
+    const rlimit none{0, 0};
+    if (setrlimit(RLIMIT_NICE, &none) != 0) _exit(11);
+    dataplane::Pipeline pipeline;
+    ServerOptions o = Loopback();
+    o.nice = -5;
+    SwitchServer server(&pipeline, o);
+    const Status s = server.Start();
+    if (s.ok()) _exit(12);
+    if (s.code() != Status::Code::kFailedPrecondition) _exit(13);
+    if (s.message().find("niceness -5") == std::string::npos ||
+        s.message().find("CAP_SYS_NICE") == std::string::npos) {
+      _exit(14);
+    }
+    if (server.running() || !server.local_endpoints().empty()) _exit(15);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "10/11: could not drop the privilege; 12: started; 13: wrong code; 14: message does "
+         "not name the niceness and CAP_SYS_NICE; 15: a socket was opened";
 }
 
 TEST(SwitchServerTest, RxDropAllKeepsEveryPacketFromThePipeline) {

@@ -1,0 +1,24 @@
+// The niceness (Linux's per-thread CFS weight, -20..19) of the switch's loop
+// threads. On a host whose cores the switch shares with workers, the switch
+// is the one process every worker waits for — in a deployment it is a device
+// of its own — so it may run at a lower niceness than the workers
+// (`--nice`, docs/switch.md).
+#pragma once
+
+#include "common/status.h"
+
+namespace serene::switchd {
+
+inline constexpr int kMinNice = -20;
+inline constexpr int kMaxNice = 19;
+
+// Sets the calling thread's niceness. Fails (FailedPrecondition, naming what
+// is needed) when the process may not lower its niceness that far: below
+// the current value takes root, CAP_SYS_NICE or RLIMIT_NICE.
+Status SetThreadNiceness(int nice);
+
+// Whether a new thread could be given `nice`: tried on a short-lived thread,
+// so the caller's own niceness is left alone.
+Status CheckThreadNiceness(int nice);
+
+}  // namespace serene::switchd
