@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -17,6 +16,7 @@
 #include "loadgen/comm_bench.h"
 #include "loadgen/process_group.h"
 #include "loadgen/switch_launch.h"
+#include "switch/thread_niceness.h"
 
 namespace serene::apps {
 namespace {
@@ -125,17 +125,14 @@ int RunBenchComm() {
   if (flags.switch_nice == "auto") {
     if (geteuid() == 0) switch_nice = kAutoSwitchNice;
   } else if (flags.switch_nice != "none") {
-    int v = 0;
-    const char* end = flags.switch_nice.data() + flags.switch_nice.size();
-    auto [ptr, ec] = std::from_chars(flags.switch_nice.data(), end, v);
-    if (ec != std::errc() || ptr != end || v < -20 || v > 19) {
+    switch_nice = switchd::ParseNiceness(flags.switch_nice);
+    if (!switch_nice) {
       fmt::print(stderr,
                  "serene-bench comm: --switch-nice '{}': expected a niceness -20..19, none or "
                  "auto\n",
                  flags.switch_nice);
       return 2;
     }
-    switch_nice = v;
   }
   char dir_template[] = "/tmp/serene-comm-XXXXXX";
   if (mkdtemp(dir_template) == nullptr) {

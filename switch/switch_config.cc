@@ -75,16 +75,13 @@ Status ApplySetting(std::string_view key, const std::string& setting, std::strin
     s = SetUint(setting, text, 1, kMaxThreads, "a number of threads", &v);
     if (s.ok()) c->server.threads = static_cast<uint32_t>(v);
   } else if (key == "nice") {
-    // -20..19; a leading '-' is the sign.
-    const bool negative = !text.empty() && text.front() == '-';
-    s = SetUint(setting, negative ? text.substr(1) : text, 0, negative ? -kMinNice : kMaxNice,
-                "a niceness", &v);
-    if (!s.ok()) {
+    const std::optional<int> nice = ParseNiceness(text);
+    if (!nice) {
       return Bad(setting, text,
                  "a niceness -20..19 for the loop threads (lower runs first; below the "
                  "current one needs root or CAP_SYS_NICE)");
     }
-    c->server.nice = negative ? -static_cast<int>(v) : static_cast<int>(v);
+    c->server.nice = *nice;
   } else if (key == "batch") {
     s = SetUint(setting, text, 1, net::kMaxBatch, "datagrams per batch", &v);
     if (s.ok()) c->server.batch = static_cast<uint32_t>(v);

@@ -5,12 +5,28 @@
 // (`--nice`, docs/switch.md).
 #pragma once
 
+#include <charconv>
+#include <optional>
+#include <string_view>
+
 #include "common/status.h"
 
 namespace serene::switchd {
 
 inline constexpr int kMinNice = -20;
 inline constexpr int kMaxNice = 19;
+
+// Parses a niceness, "-20".."19"; nullopt for anything else. Inline: the
+// bench that starts a switch parses it too without linking the daemon.
+inline std::optional<int> ParseNiceness(std::string_view text) {
+  int v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end || v < kMinNice || v > kMaxNice) {
+    return std::nullopt;
+  }
+  return v;
+}
 
 // Sets the calling thread's niceness. Fails (FailedPrecondition, naming what
 // is needed) when the process may not lower its niceness that far: below
