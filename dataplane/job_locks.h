@@ -49,6 +49,11 @@ class JobMutex {
     // The last reader out wakes the writer waiting for it.
     if (state_.fetch_sub(1, std::memory_order_seq_cst) - 1 == kWriterWaiting) state_.notify_all();
   }
+  // A writer waits for the readers to leave: a reader that holds the lock
+  // across several packets (Pipeline::Burst) lets it in.
+  bool writer_waiting() const {
+    return (state_.load(std::memory_order_relaxed) & kWriterWaiting) != 0;
+  }
 
  private:
   static constexpr uint32_t kWriter = 1u << 31;         // a writer holds the lock

@@ -42,35 +42,62 @@ std::shared_ptr<JobState> Pipeline::Find(uint16_t job) const {
 
 ProcessResult Pipeline::Process(std::span<const uint8_t> datagram, const proto::Endpoint& src,
                                 const proto::Endpoint& local, Timestamp now, Output* out) {
-  globals_.packets.fetch_add(1, std::memory_order_relaxed);
+  Burst burst(*this);
+  return burst.Process(datagram, src, local, now, out);
+}
+
+ProcessResult Pipeline::Burst::Process(std::span<const uint8_t> datagram,
+                                       const proto::Endpoint& src, const proto::Endpoint& local,
+                                       Timestamp now, Output* out) {
+  ++packets_;
+  AtomicGlobals& globals = p_.globals_;
 
   // Parse: magic, version, op and length before anything touches state.
   proto::PacketView pkt;
   const proto::ParseError err = proto::Decode(datagram.data(), datagram.size(), &pkt);
   if (err != proto::ParseError::kOk) {
-    globals_.parse_errors[static_cast<size_t>(err)].fetch_add(1, std::memory_order_relaxed);
+    globals.parse_errors[static_cast<size_t>(err)].fetch_add(1, std::memory_order_relaxed);
     return {Verdict::kDropped, DropReason::kParse, err};
   }
   const proto::Header& h = pkt.header;
   if (!proto::IsRequest(h.op)) {
-    globals_.not_request.fetch_add(1, std::memory_order_relaxed);
+    globals.not_request.fetch_add(1, std::memory_order_relaxed);
     return {Verdict::kDropped, DropReason::kNotRequest};
-  }
-
-  // Job lookup (exact match on the job id) and authentication: strangers get no reply.
-  std::shared_ptr<JobState> job = Find(h.job);
-  if (job == nullptr) {
-    globals_.unknown_job.fetch_add(1, std::memory_order_relaxed);
-    return {Verdict::kDropped, DropReason::kUnknownJob};
   }
   // INC and READ of different rows run in parallel (shared lock, then the
   // row's stripe in the handler); everything else has the job to itself.
-  if (h.op == proto::Op::kInc || h.op == proto::Op::kRead) {
-    std::shared_lock lock(job->mu);
-    return ProcessLocked(*job, /*exclusive=*/false, pkt, src, local, now, out);
+  const bool shared = h.op == proto::Op::kInc || h.op == proto::Op::kRead;
+  if (held_ != nullptr) {
+    if (shared && held_->config.id == h.job && !held_->mu.writer_waiting()) {
+      return p_.ProcessLocked(*held_, /*exclusive=*/false, pkt, src, local, now, out);
+    }
+    Release();
+  }
+
+  // Job lookup (exact match on the job id) and authentication: strangers get no reply.
+  std::shared_ptr<JobState> job = p_.Find(h.job);
+  if (job == nullptr) {
+    globals.unknown_job.fetch_add(1, std::memory_order_relaxed);
+    return {Verdict::kDropped, DropReason::kUnknownJob};
+  }
+  if (shared) {
+    job->mu.lock_shared();
+    held_ = std::move(job);
+    return p_.ProcessLocked(*held_, /*exclusive=*/false, pkt, src, local, now, out);
   }
   std::lock_guard lock(job->mu);
-  return ProcessLocked(*job, /*exclusive=*/true, pkt, src, local, now, out);
+  return p_.ProcessLocked(*job, /*exclusive=*/true, pkt, src, local, now, out);
+}
+
+void Pipeline::Burst::Release() {
+  held_->mu.unlock_shared();
+  held_.reset();
+}
+
+void Pipeline::Burst::End() {
+  if (held_ != nullptr) Release();
+  if (packets_ > 0) p_.globals_.packets.fetch_add(packets_, std::memory_order_relaxed);
+  packets_ = 0;
 }
 
 ProcessResult Pipeline::ProcessLocked(JobState& job, bool exclusive, const proto::PacketView& pkt,

@@ -95,6 +95,7 @@ class PortLoop {
         pipeline_(*pipeline),
         options_(options),
         stop_(*stop),
+        burst_(*pipeline),
         rx_(options.batch),
         out_(dataplane::Output::ForBatch(options.batch)),
         tx_(net::kMaxBatch) {}
@@ -111,7 +112,12 @@ class PortLoop {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));  // no hot spin on errors
         continue;
       }
-      for (size_t i = 0; i < *n; ++i) Receive(i, now);
+      uint64_t datagrams = 0, bytes = 0;
+      for (size_t i = 0; i < *n; ++i) Receive(i, now, &datagrams, &bytes);
+      // Counted once per batch: an atomic per datagram costs as much as a
+      // small row's aggregation.
+      port_.rx_datagrams.fetch_add(datagrams, std::memory_order_relaxed);
+      port_.rx_bytes.fetch_add(bytes, std::memory_order_relaxed);
       if (port_.rx_faults) {
         while (port_.rx_faults->Pop(now, &scratch_)) ProcessInjected(now);
       }
@@ -148,14 +154,14 @@ class PortLoop {
     return timeout;
   }
 
-  void Receive(size_t i, dataplane::Timestamp now) {
+  void Receive(size_t i, dataplane::Timestamp now, uint64_t* datagrams, uint64_t* bytes) {
     if (rx_.truncated(i)) {
       port_.rx_truncated.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     const auto data = rx_.data(i);
-    port_.rx_datagrams.fetch_add(1, std::memory_order_relaxed);
-    port_.rx_bytes.fetch_add(data.size(), std::memory_order_relaxed);
+    ++*datagrams;
+    *bytes += data.size();
     if (port_.rx_faults) {
       PushWithTrailer(port_.rx_faults.get(), rx_.source(i), rx_.local(i), data, now,
                       &push_scratch_);
@@ -168,7 +174,7 @@ class PortLoop {
   void Process(std::span<const uint8_t> data, const proto::Endpoint& src,
                const proto::Endpoint& local, dataplane::Timestamp now) {
     if (!out_.HasRoomForProcess()) Flush(now);
-    pipeline_.Process(data, src, local, now, &out_);
+    burst_.Process(data, src, local, now, &out_);
   }
 
   // Processes the datagram the rx injector handed back in scratch_.
@@ -178,8 +184,10 @@ class PortLoop {
     Process(data, scratch_.peer, local, now);
   }
 
-  // Puts the Output on the wire (through the tx injector when it is on).
+  // Ends the burst (sending may block: no job lock is held across it), then
+  // puts the Output on the wire (through the tx injector when it is on).
   void Flush(dataplane::Timestamp now) {
+    burst_.End();
     if (out_.empty()) return;
     if (port_.tx_faults) {
       for (size_t i = 0; i < out_.size(); ++i) {
@@ -258,6 +266,7 @@ class PortLoop {
   dataplane::Pipeline& pipeline_;
   const ServerOptions& options_;
   const std::atomic<bool>& stop_;
+  dataplane::Pipeline::Burst burst_;  // the datagrams of one receive batch
   net::RecvBatch rx_;
   dataplane::Output out_;
   net::SendBatch tx_;
