@@ -20,7 +20,7 @@ uint32_t ShareOf(uint32_t rank, const JobInfo& info, bool shared) {
 }  // namespace
 
 PullOp::PullOp(Transport& t, const RankState& rank, std::span<int32_t> model, ClientStats* stats,
-               const EarlyRows* early, std::span<int32_t> mirror)
+               Registers* registers, const EarlyRows* early, std::span<int32_t> mirror)
     : t_(t),
       stats_(stats),
       early_(early),
@@ -34,11 +34,16 @@ PullOp::PullOp(Transport& t, const RankState& rank, std::span<int32_t> model, Cl
       start_(SteadyClock::now()),
       share_(ShareOf(t.options().rank, rank.info, t.group_open())),
       own_left_(share_),
-      state_(rank.info.rows, kIdle),
-      sent_(rank.info.rows),
-      attempts_(rank.info.rows, 0),
-      overtaken_(rank.info.rows, 0),
-      overtaken_at_(rank.info.rows) {
+      state_(registers->state),
+      sent_(registers->sent),
+      attempts_(registers->attempts),
+      overtaken_(registers->overtaken),
+      overtaken_at_(registers->overtaken_at) {
+  state_.assign(rows_, kIdle);
+  sent_.resize(rows_);
+  attempts_.resize(rows_);
+  overtaken_.resize(rows_);
+  overtaken_at_.resize(rows_);
   in_flight_.reserve(std::min<uint32_t>(rows_, t.options().window));
 }
 
@@ -229,6 +234,8 @@ Status PullOp::OnTimer(SteadyClock::time_point now) {
     ++stats_->reads;
     state_[r] = kInFlight;
     sent_[r] = now;
+    attempts_[r] = 0;
+    overtaken_[r] = 0;
     in_flight_.push_back(r);
   }
   return t_.Flush();

@@ -50,13 +50,26 @@ class PullOp final : public Operation {
  public:
   enum class End { kPulled, kEvicted, kNotJoined };
 
+  // A pull's per-row registers, kept by the client from one pull to the next:
+  // a pull of a large model then allocates (and faults in) nothing; only
+  // `state` is reset per pull, the others are written when a row is sent.
+  struct Registers {
+    std::vector<uint8_t> state;
+    std::vector<SteadyClock::time_point> sent;
+    std::vector<uint32_t> attempts;
+    std::vector<uint32_t> overtaken;                    // later replies seen while in flight
+    std::vector<SteadyClock::time_point> overtaken_at;  // the first of them
+  };
+
   // Writes the rows into `model` (info.elements values), taking the rows of
   // this clock `early` holds (null: none). A non-empty `mirror` (as large as
   // `model`) gets each row too as it lands, while the row is in cache: rank
   // 0's copy of the newest model (to re-seed a switch that lost the job)
-  // costs no second pass over it.
+  // costs no second pass over it. `registers` is the pull's scratch (its
+  // contents on entry do not matter).
   PullOp(Transport& t, const RankState& rank, std::span<int32_t> model, ClientStats* stats,
-         const EarlyRows* early = nullptr, std::span<int32_t> mirror = {});
+         Registers* registers, const EarlyRows* early = nullptr,
+         std::span<int32_t> mirror = {});
 
   Status Start() override;
   Reply OnReply(const proto::PacketView& v) override;
@@ -107,11 +120,13 @@ class PullOp final : public Operation {
   SteadyClock::time_point foreign_at_ = SteadyClock::time_point::max();
   uint32_t next_ = 0;         // rows sent at least once: the next is RowAt(first_row_, next_)
   uint32_t got_ = 0;          // rows received
-  std::vector<uint8_t> state_;
-  std::vector<SteadyClock::time_point> sent_;
-  std::vector<uint32_t> attempts_;
-  std::vector<uint32_t> overtaken_;                    // later replies seen while in flight
-  std::vector<SteadyClock::time_point> overtaken_at_;  // the first of them
+  // The registers' vectors, rows_ long (valid for a row once it was sent,
+  // but state_).
+  std::vector<uint8_t>& state_;
+  std::vector<SteadyClock::time_point>& sent_;
+  std::vector<uint32_t>& attempts_;
+  std::vector<uint32_t>& overtaken_;
+  std::vector<SteadyClock::time_point>& overtaken_at_;
   std::vector<uint32_t> in_flight_;                    // rows in send order
   std::vector<uint32_t> resent_;                       // scratch
   uint32_t probe_ = kNoProbe;  // the row re-sent alone while others are held

@@ -229,7 +229,7 @@ Status UdpClient::PullRows(std::span<int32_t> model, std::span<int32_t> mirror) 
   for (int attempt = 0; attempt < kMaxInterruptions; ++attempt) {
     Status taken = TakeQueuedGroupRows();
     if (!taken.ok()) return taken;
-    PullOp op(transport_, rank_, model, &stats_, &early_, mirror);
+    PullOp op(transport_, rank_, model, &stats_, &pull_registers_, &early_, mirror);
     Status s = Run(op);
     if (!s.ok()) return s;
     switch (op.end()) {

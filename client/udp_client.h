@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "client/early_rows.h"
+#include "client/pull_op.h"
 #include "client/rank_state.h"
 #include "client/transport.h"
 #include "include/serene/client.h"
@@ -86,6 +87,7 @@ class UdpClient final : public Client {
   Transport transport_;
   RankState rank_;
   EarlyRows early_;  // group rows that came before the pull of their clock (in pull_buf_)
+  PullOp::Registers pull_registers_;  // every pull's per-row scratch
   bool finished_ = false;
   std::vector<int32_t> pull_buf_;  // Pull()'s fixed-point landing area (rank 0: PullFixed's mirror)
   std::vector<int32_t> seed_;      // rank 0: the newest model it pulled (re-seeds a lost job)
