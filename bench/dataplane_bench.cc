@@ -133,8 +133,9 @@ BENCHMARK(BM_SyncClock)->Arg(4)->Arg(64)->Arg(256);
 // The table (visible + pending: 8 bytes per value) outgrows the caches, so
 // this measures the table's memory traffic per clock. Bytes: the INCs' values.
 void BM_SyncModelClock(benchmark::State& state) {
-  constexpr uint32_t kWorkers = 4, kRow = 4096;
+  constexpr uint32_t kWorkers = 4;
   const uint64_t elements = static_cast<uint64_t>(state.range(0));
+  const auto kRow = static_cast<uint32_t>(state.range(1));
   dataplane::JobConfig config = TestJob(kWorkers, BarrierParams::Sync(), elements, kRow);
   auto group = dataplane::ParseGroup("239.83.0.7:7100");
   if (!group.ok()) {
@@ -181,7 +182,13 @@ void BM_SyncModelClock(benchmark::State& state) {
   if (completed != static_cast<uint64_t>(state.iterations()) * rows) state.SkipWithError("not every row completed");
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kWorkers * elements * 4));
 }
-BENCHMARK(BM_SyncModelClock)->Arg(1'000'000)->Arg(8'000'000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SyncModelClock)
+    ->ArgNames({"elements", "row"})
+    ->Args({1'000'000, 4096})
+    ->Args({8'000'000, 4096})
+    ->Args({1'000'000, 362})
+    ->Args({8'000'000, 362})
+    ->Unit(benchmark::kMillisecond);
 
 // The barrier alone: one SYNC round of N CLOCKs (no INC: each CLOCK says 0
 // rows); the last releases all N. Time per round.
