@@ -128,7 +128,8 @@ void BM_SyncClock(benchmark::State& state) {
 BENCHMARK(BM_SyncClock)->Arg(4)->Arg(64)->Arg(256);
 
 // A whole SYNC clock of a large model: 4 ranks each INC every row (rows of
-// 4096, one rank after the other, as their pushes arrive) and CLOCK; the job
+// `row` values: 4096, and 362 that fit a 1500-byte MTU; one rank after the
+// other, as their pushes arrive) and CLOCK; the job
 // has a reply group, so the last INC of each row completes it and emits it.
 // The table (visible + pending: 8 bytes per value) outgrows the caches, so
 // this measures the table's memory traffic per clock. Bytes: the INCs' values.
