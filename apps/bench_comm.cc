@@ -158,6 +158,12 @@ int RunBenchComm() {
     switch_args.push_back(std::to_string(*switch_nice));
   }
   switch_args.insert(switch_args.end(), flags.switch_args.begin(), flags.switch_args.end());
+  // The barrier around every timed phase, shared by the forked workers.
+  auto phases = loadgen::ShmBarrier::Create(flags.workers);
+  if (!phases.ok()) {
+    fmt::print(stderr, "serene-bench comm: {}\n", phases.status().message());
+    return 1;
+  }
   auto started = loadgen::StartLoopbackSwitch(
       1,
       fmt::format("id=1,workers={},elements={},row={},key={},policy=sync,evict_after=3600s",
@@ -193,7 +199,9 @@ int RunBenchComm() {
   const double cpu_before = sw.CpuSeconds();
   auto results = loadgen::RunChildren(
       flags.workers,
-      [&](size_t rank) { return loadgen::RunCommRank(plan, static_cast<uint32_t>(rank)).ToJson(); },
+      [&](size_t rank) {
+        return loadgen::RunCommRank(plan, static_cast<uint32_t>(rank), phases->get()).ToJson();
+      },
       [](const std::string& line) {
         auto rep = loadgen::CommRankReport::FromJson(line);
         return !rep.ok() || !rep->ok;

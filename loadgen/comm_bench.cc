@@ -115,7 +115,7 @@ class Watchdog {
 
 }  // namespace
 
-CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
+CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank, ShmBarrier* phases) {
   CommRankReport rep;
   rep.rank = rank;
   auto fail = [&](const std::string& what) {
@@ -175,13 +175,9 @@ CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
   // Every timed phase starts and ends behind an untimed barrier: a rank that
   // finishes first checks its result (a pass over the whole vector) only once
   // every rank has finished, so the checking never competes for the cores
-  // with a rank still in the timed phase.
-  auto barrier = [&]() -> Status {
-    watchdog.Arm("a Gloo barrier");
-    Status s = g.Barrier();
-    watchdog.Disarm();
-    return s;
-  };
+  // with a rank still in the timed phase. A shared-memory barrier whose
+  // waiters sleep (shm_barrier.h: Gloo's spins in its TCP loop thread).
+  auto barrier = [&]() -> Status { return phases->Wait(o.deadline); };
   rep.gloo_s.resize(plan.algorithms.size());
   rep.gloo_cpu_s.resize(plan.algorithms.size());
   const uint32_t total = plan.warmup + plan.iters;
@@ -242,7 +238,9 @@ CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank) {
   }
   if (Status s = c.Leave(false); !s.ok()) return fail(s.message());
   // Every rank is done with every group before any closes its connections.
-  if (Status s = barrier(); !s.ok()) return fail(s.message());
+  watchdog.Arm("the last Gloo barrier");
+  if (Status s = g.Barrier(); !s.ok()) return fail(s.message());
+  watchdog.Disarm();
   rep.stats = c.stats();
   rep.ok = true;
   return rep;

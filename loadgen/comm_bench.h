@@ -27,6 +27,7 @@
 
 #include "collective/gloo_algorithm.h"
 #include "common/status.h"
+#include "loadgen/shm_barrier.h"
 #include "serene/client.h"
 
 namespace serene::loadgen {
@@ -55,8 +56,10 @@ struct CommRankReport {
   static Result<CommRankReport> FromJson(const std::string& line);
 };
 
-// One rank of the benchmark. Never throws.
-CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank);
+// One rank of the benchmark, in a process forked after `phases` (the
+// barrier around every timed phase, plan.workers parties) was created.
+// Never throws.
+CommRankReport RunCommRank(const CommPlan& plan, uint32_t rank, ShmBarrier* phases);
 
 // A series' per-iteration times (the slowest rank's), summarised.
 struct CommSeries {
