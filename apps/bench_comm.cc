@@ -30,6 +30,7 @@ struct CommFlags {
   uint32_t window = 128;
   uint32_t switch_threads = 1;
   std::string switch_nice = "auto";
+  std::string switch_sched = "batch";
   std::string algorithms = "all";
   std::string offload = "on";
   std::string group = "on";
@@ -75,6 +76,11 @@ CLI::App* AddBenchComm(CLI::App* app) {
                    "started); auto: -15 when run as root, else none. The workers run at 0: on "
                    "a host they share with the switch, it aggregates while they push, as a "
                    "switch of its own would (docs/performance.md)");
+  comm->add_option("--switch-sched", flags.switch_sched,
+                   "Scheduling of the started switch's loop threads: batch (SCHED_BATCH: woken "
+                   "by a datagram, a loop thread does not preempt the worker sending it, and "
+                   "serves more datagrams per turn) or normal (docs/performance.md)")
+      ->check(CLI::IsMember({"normal", "batch"}));
   comm->add_option("--gloo", flags.algorithms,
                    "Gloo algorithms, comma-separated, or all: default (what PyTorch runs), "
                    "halving-doubling, ring, ring-chunked (all: these four; bcube is refused, "
@@ -157,6 +163,8 @@ int RunBenchComm() {
     switch_args.push_back("--nice");
     switch_args.push_back(std::to_string(*switch_nice));
   }
+  switch_args.push_back("--sched");
+  switch_args.push_back(flags.switch_sched);
   switch_args.insert(switch_args.end(), flags.switch_args.begin(), flags.switch_args.end());
   // The barrier around every timed phase, shared by the forked workers.
   auto phases = loadgen::ShmBarrier::Create(flags.workers);
@@ -190,10 +198,11 @@ int RunBenchComm() {
   plan.rendezvous_dir = rendezvous;
   fmt::print(
       "serene-bench comm: {} workers, {} int32 elements, Serene rows of {} ({} rows), "
-      "{} + {} iterations, switch {} ({} thread{}, niceness {}), offload {}\n",
+      "{} + {} iterations, switch {} ({} thread{}, niceness {}, sched {}), offload {}\n",
       flags.workers, flags.elements, flags.row, (flags.elements + flags.row - 1) / flags.row,
       flags.warmup, flags.iters, listening, flags.switch_threads,
-      flags.switch_threads == 1 ? "" : "s", NiceText(switch_nice), flags.offload);
+      flags.switch_threads == 1 ? "" : "s", NiceText(switch_nice), flags.switch_sched,
+      flags.offload);
   std::fflush(stdout);
 
   const double cpu_before = sw.CpuSeconds();
@@ -277,9 +286,11 @@ int RunBenchComm() {
       switch_cpu_ms);
   if (series.size() < 2) {
     fmt::print(
-        "{{\"workers\":{},\"elements\":{},\"row\":{},\"switch_nice\":{},\"serene_ms\":{:.4f},"
+        "{{\"workers\":{},\"elements\":{},\"row\":{},\"switch_nice\":{},\"switch_sched\":\"{}\","
+        "\"serene_ms\":{:.4f},"
         "\"switch_cpu_ms\":{:.4f},\"serene_cpu_ms\":{:.4f},\"serene_ranks_cpu_ms\":{:.4f}}}\n",
-        flags.workers, flags.elements, flags.row, NiceJson(switch_nice), series[0].median_ms,
+        flags.workers, flags.elements, flags.row, NiceJson(switch_nice), flags.switch_sched,
+        series[0].median_ms,
         switch_cpu_ms, cpu_of(0), series[0].cpu_ms);
     return 0;
   }
@@ -289,14 +300,14 @@ int RunBenchComm() {
                         series[i].median_ms);
   }
   fmt::print(
-      "{{\"workers\":{},\"elements\":{},\"row\":{},\"switch_nice\":{},\"serene_ms\":{:.4f},"
-      "\"gloo_ms\":{:.4f},"
+      "{{\"workers\":{},\"elements\":{},\"row\":{},\"switch_nice\":{},\"switch_sched\":\"{}\","
+      "\"serene_ms\":{:.4f},\"gloo_ms\":{:.4f},"
       "\"serene_over_gloo\":{:.4f},\"gloo_algorithm\":\"{}\",\"read_retransmits\":{},\"nacks\":{},"
       "\"clock_retransmits\":{},"
       "\"switch_cpu_ms\":{:.4f},\"serene_cpu_ms\":{:.4f},\"serene_ranks_cpu_ms\":{:.4f},"
       "\"gloo_cpu_ms\":{:.4f},\"gloo_each_ms\":{{{}}}}}\n",
-      flags.workers, flags.elements, flags.row, NiceJson(switch_nice), series[0].median_ms,
-      series[best].median_ms,
+      flags.workers, flags.elements, flags.row, NiceJson(switch_nice), flags.switch_sched,
+      series[0].median_ms, series[best].median_ms,
       series[0].median_ms / series[best].median_ms, series[best].name.substr(5), re_reads, nacks,
       re_clocks, switch_cpu_ms, cpu_of(0), series[0].cpu_ms, cpu_of(best), each);
   return 0;

@@ -162,10 +162,11 @@ int main(int argc, char** argv) {
   const auto endpoints = server.local_endpoints();
   for (size_t i = 0; i < endpoints.size(); ++i) {
     if (i > 0 && endpoints[i] == endpoints[i - 1]) continue;  // threads sharing an address
-    spdlog::info("listening on {} ({} thread(s), batch {}{})",
+    spdlog::info("listening on {} ({} thread(s), batch {}{}{})",
                  serene::net::FormatEndpoint(endpoints[i]), config->server.threads,
                  config->server.batch,
-                 config->server.nice ? ", nice " + std::to_string(*config->server.nice) : "");
+                 config->server.nice ? ", nice " + std::to_string(*config->server.nice) : "",
+                 config->server.sched_batch ? ", sched batch" : "");
   }
 
   int sig = 0;

@@ -18,7 +18,7 @@ namespace serene::switchd {
 namespace {
 
 constexpr std::string_view kTopKeys =
-    "bind, port, threads, batch, nice, recv_buffer, send_buffer, offload, log_level, fault, "
+    "bind, port, threads, batch, nice, sched, recv_buffer, send_buffer, offload, log_level, fault, "
     "control, token_file, metrics, job";
 constexpr std::string_view kJobKeys =
     "id, workers, elements, row, scale, key, evict_after, allow, group, policy";
@@ -82,6 +82,9 @@ Status ApplySetting(std::string_view key, const std::string& setting, std::strin
                  "current one needs root or CAP_SYS_NICE)");
     }
     c->server.nice = *nice;
+  } else if (key == "sched") {
+    if (text != "normal" && text != "batch") return Bad(setting, text, "normal or batch");
+    c->server.sched_batch = text == "batch";
   } else if (key == "batch") {
     s = SetUint(setting, text, 1, net::kMaxBatch, "datagrams per batch", &v);
     if (s.ok()) c->server.batch = static_cast<uint32_t>(v);
@@ -324,6 +327,7 @@ Result<SwitchConfig> ParseTomlConfig(std::string_view text, std::string_view sou
         if (!s.ok()) return Status::InvalidArgument(src + ": " + s.message());
       }
     } else if (key == "port" || key == "threads" || key == "batch" || key == "nice" ||
+               key == "sched" ||
                key == "recv_buffer" ||
                key == "send_buffer" || key == "offload" || key == "log_level" || key == "fault" ||
                key == "control" || key == "token_file" || key == "metrics") {
@@ -368,6 +372,7 @@ Result<SwitchConfig> BuildConfig(const SwitchFlags& flags) {
       {"threads", &flags.threads},
       {"batch", &flags.batch},
       {"nice", &flags.nice},
+      {"sched", &flags.sched},
       {"recv_buffer", &flags.recv_buffer},
       {"send_buffer", &flags.send_buffer},
       {"offload", &flags.offload},

@@ -68,6 +68,7 @@ struct SwitchFlags {
   std::optional<std::string> threads;
   std::optional<std::string> batch;
   std::optional<std::string> nice;
+  std::optional<std::string> sched;
   std::optional<std::string> recv_buffer;
   std::optional<std::string> send_buffer;
   std::optional<std::string> offload;

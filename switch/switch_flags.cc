@@ -30,6 +30,11 @@ void AddSwitchFlags(CLI::App* app, SwitchFlags* flags) {
            "share the cores; below the current one needs root or CAP_SYS_NICE (default: as "
            "started)",
            "N");
+  Optional(app, "--sched", &flags->sched,
+           "Scheduling of the loop threads: normal, or batch (Linux SCHED_BATCH: a woken loop "
+           "thread does not preempt a running worker, so on a host whose cores it shares it "
+           "takes each turn with more datagrams queued; no privilege needed) (default normal)",
+           "normal|batch");
   Optional(app, "--recv-buffer", &flags->recv_buffer,
            "SO_RCVBUF per socket, e.g. 64MiB; 0 = kernel default (default: the largest static "
            "job's burst, workers x elements x 4 bytes, 4..256 MiB)", "BYTES");

@@ -13,7 +13,7 @@ class App;
 
 namespace serene::switchd {
 
-// Declares --config, --bind, --port, --threads, --batch, --nice, --recv-buffer,
+// Declares --config, --bind, --port, --threads, --batch, --nice, --sched, --recv-buffer,
 // --send-buffer, --offload, --log-level, --fault, --control, --token-file, --metrics and
 // --job on `app`, writing into *flags
 // (which must outlive the parse).

@@ -391,6 +391,9 @@ void SwitchServer::Loop(Port* port) {
     // Start() checked that it can be applied.
     if (Status s = SetThreadNiceness(*options_.nice); !s.ok()) spdlog::error("{}", s.message());
   }
+  if (options_.sched_batch) {
+    if (Status s = SetThreadBatchScheduling(); !s.ok()) spdlog::error("{}", s.message());
+  }
   PortLoop loop(port, &ports_, pipeline_, options_, &stop_);
   loop.Run();
 }

@@ -71,6 +71,9 @@ struct ServerOptions {
   // Niceness of the loop threads (-20..19; thread_niceness.h); unset: as
   // started. Start() fails if it cannot be applied.
   std::optional<int> nice;
+  // The loop threads run under SCHED_BATCH (thread_niceness.h): woken by a
+  // datagram they do not preempt a running worker on a shared host.
+  bool sched_batch = false;
   std::chrono::milliseconds poll_interval{50};  // longest a loop sleeps between stop checks
 };
 

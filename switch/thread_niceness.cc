@@ -1,5 +1,7 @@
 #include "switch/thread_niceness.h"
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -27,6 +29,15 @@ Status SetThreadNiceness(int nice) {
           "RLIMIT_NICE; leave nice unset or give one at or above the current one");
     }
     return Status::IoError("setpriority(" + std::to_string(nice) + "): " + std::strerror(err));
+  }
+  return Status::Ok();
+}
+
+Status SetThreadBatchScheduling() {
+  const sched_param param{};  // priority 0: the only one SCHED_BATCH takes
+  if (const int err = pthread_setschedparam(pthread_self(), SCHED_BATCH, &param); err != 0) {
+    return Status::IoError(std::string("cannot put a loop thread under SCHED_BATCH: ") +
+                           std::strerror(err));
   }
   return Status::Ok();
 }

@@ -71,23 +71,29 @@ TEST(CommBenchTest, WorksWithoutOffloadAndWithSerenesDefaultRow) {
   EXPECT_EQ(r.last.at("gloo_algorithm"), "ring-chunked");
 }
 
-TEST(CommBenchTest, TheSwitchRunsAtTheAskedNiceness) {
+TEST(CommBenchTest, TheSwitchRunsAtTheAskedNicenessAndScheduling) {
   // The started switch's log confirms what its loop threads run at; raising
-  // the niceness needs no privilege.
+  // the niceness needs no privilege, nor does SCHED_BATCH (the default).
   CommRun given = RunComm({"comm", "--workers", "2", "--elements", "3000", "--iters", "2",
                            "--warmup", "0", "--gloo", "none", "--switch-nice", "4",
                            "--switch-log"});
   ASSERT_EQ(given.exit_code, 0) << given.output;
   EXPECT_EQ(given.last.at("switch_nice"), 4);
-  EXPECT_NE(given.output.find("niceness 4)"), std::string::npos) << given.output;
-  EXPECT_NE(given.output.find("thread(s), batch 32, nice 4)"), std::string::npos) << given.output;
+  EXPECT_EQ(given.last.at("switch_sched"), "batch");
+  EXPECT_NE(given.output.find("niceness 4, sched batch)"), std::string::npos) << given.output;
+  EXPECT_NE(given.output.find("thread(s), batch 32, nice 4, sched batch)"), std::string::npos)
+      << given.output;
   EXPECT_GT(given.last.at("serene_ranks_cpu_ms").get<double>(), 0.0);
 
   CommRun none = RunComm({"comm", "--workers", "2", "--elements", "3000", "--iters", "2",
-                          "--warmup", "0", "--gloo", "none", "--switch-nice", "none"});
+                          "--warmup", "0", "--gloo", "none", "--switch-nice", "none",
+                          "--switch-sched", "normal", "--switch-log"});
   ASSERT_EQ(none.exit_code, 0) << none.output;
   EXPECT_TRUE(none.last.at("switch_nice").is_null());
-  EXPECT_NE(none.output.find("niceness as started"), std::string::npos) << none.output;
+  EXPECT_EQ(none.last.at("switch_sched"), "normal");
+  EXPECT_NE(none.output.find("niceness as started, sched normal)"), std::string::npos)
+      << none.output;
+  EXPECT_NE(none.output.find("thread(s), batch 32)"), std::string::npos) << none.output;
 
   // auto: -15 when the bench may lower it (root), else left alone.
   CommRun automatic = RunComm({"comm", "--workers", "2", "--elements", "3000", "--iters", "2",
@@ -98,6 +104,10 @@ TEST(CommBenchTest, TheSwitchRunsAtTheAskedNiceness) {
   } else {
     EXPECT_TRUE(automatic.last.at("switch_nice").is_null());
   }
+
+  CommRun bad_sched = RunComm({"comm", "--switch-sched", "fifo"});
+  EXPECT_EQ(bad_sched.exit_code, 2);
+  EXPECT_NE(bad_sched.output.find("--switch-sched"), std::string::npos) << bad_sched.output;
 
   CommRun bad = RunComm({"comm", "--switch-nice", "25"});
   EXPECT_EQ(bad.exit_code, 2);

@@ -51,6 +51,7 @@ TEST(SwitchConfigTest, Defaults) {
   EXPECT_EQ(c->server.threads, 1u);
   EXPECT_EQ(c->server.batch, 32u);
   EXPECT_FALSE(c->server.nice.has_value());  // as started
+  EXPECT_FALSE(c->server.sched_batch);
   EXPECT_EQ(c->server.recv_buffer, 4 << 20);
   EXPECT_EQ(c->server.send_buffer, 4 << 20);
   EXPECT_FALSE(c->server.fault.enabled());
@@ -67,6 +68,7 @@ TEST(SwitchConfigTest, AppliesEveryFlag) {
        "--threads",     "4",
        "--batch",       "64",
        "--nice",        "-5",
+       "--sched",       "batch",
        "--recv-buffer", "8MiB",
        "--send-buffer", "512KiB",
        "--log-level",   "debug",
@@ -82,6 +84,7 @@ TEST(SwitchConfigTest, AppliesEveryFlag) {
   EXPECT_EQ(c->server.threads, 4u);
   EXPECT_EQ(c->server.batch, 64u);
   EXPECT_EQ(c->server.nice, -5);
+  EXPECT_TRUE(c->server.sched_batch);
   EXPECT_EQ(c->server.recv_buffer, 8 << 20);
   EXPECT_EQ(c->server.send_buffer, 512 << 10);
   EXPECT_EQ(c->log_level, "debug");
@@ -147,6 +150,7 @@ TEST(SwitchConfigTest, RefusesBadFlagValuesNamingThem) {
       {{"--nice", "-21"}, "--nice '-21': expected a niceness -20..19"},
       {{"--nice", "--5"}, "--nice '--5'"},
       {{"--nice", "high"}, "--nice 'high'"},
+      {{"--sched", "fifo"}, "--sched 'fifo': expected normal or batch"},
       {{"--recv-buffer", "2GiB"}, "--recv-buffer '2GiB': expected a size in bytes 0..1GiB"},
       {{"--send-buffer", "4MB"}, "--send-buffer '4MB'"},
       {{"--log-level", "verbose"}, "--log-level 'verbose': expected one of trace, debug"},
@@ -185,6 +189,7 @@ port = 7001
 threads = 2
 batch = 16
 nice = -3
+sched = "normal"
 recv_buffer = "1MiB"
 send_buffer = 65536
 log_level = "warn"
@@ -214,6 +219,7 @@ policy = "window=2,quorum=2,lag=5"
   EXPECT_EQ(c->server.threads, 2u);
   EXPECT_EQ(c->server.batch, 16u);
   EXPECT_EQ(c->server.nice, -3);
+  EXPECT_FALSE(c->server.sched_batch);
   EXPECT_EQ(c->server.recv_buffer, 1 << 20);
   EXPECT_EQ(c->server.send_buffer, 65536);
   EXPECT_EQ(c->log_level, "warn");

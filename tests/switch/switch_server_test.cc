@@ -4,6 +4,7 @@
 #include "switch/switch_server.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <grp.h>
 #include <sys/resource.h>
@@ -190,9 +191,10 @@ TEST(SwitchServerTest, StartsOnlyOnceAndReportsBindErrors) {
   EXPECT_TRUE(second.local_endpoints().empty());
 }
 
-// How many of this process's threads run at niceness `nice` (/proc: the
-// 19th field of a task's stat, counted after the command's closing paren).
-int ThreadsAtNiceness(int nice) {
+// How many of this process's threads have `value` in field `field` of their
+// /proc stat (counted from 1, the fields after the command's closing paren
+// starting at 3: the state).
+int ThreadsWithStatField(int field, const std::string& value) {
   int n = 0;
   for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
     std::ifstream in(task.path() / "stat");
@@ -200,14 +202,17 @@ int ThreadsAtNiceness(int nice) {
     const size_t paren = stat.rfind(')');
     if (paren == std::string::npos) continue;
     std::istringstream fields(stat.substr(paren + 2));
-    std::string field;
-    // state is field 3; nice is field 19.
-    for (int i = 3; i <= 19 && fields >> field; ++i) {
-      if (i == 19 && field == std::to_string(nice)) ++n;
+    std::string f;
+    for (int i = 3; i <= field && fields >> f; ++i) {
+      if (i == field && f == value) ++n;
     }
   }
   return n;
 }
+
+// Field 19 is the niceness, 41 the scheduling policy.
+int ThreadsAtNiceness(int nice) { return ThreadsWithStatField(19, std::to_string(nice)); }
+int ThreadsUnderSchedBatch() { return ThreadsWithStatField(41, std::to_string(SCHED_BATCH)); }
 
 TEST(SwitchServerTest, LoopThreadsRunAtTheGivenNiceness) {
   // Raising the niceness needs no privilege; the loop threads get it, the
@@ -226,6 +231,26 @@ TEST(SwitchServerTest, LoopThreadsRunAtTheGivenNiceness) {
   EXPECT_EQ(ack->header.op, Op::kJoinAck);  // the threads started: niceness applied first
   EXPECT_EQ(ThreadsAtNiceness(7), 2);
   EXPECT_EQ(getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())), 0);
+  server.Stop();
+}
+
+TEST(SwitchServerTest, LoopThreadsRunUnderSchedBatchKeepingTheirNiceness) {
+  ASSERT_EQ(ThreadsUnderSchedBatch(), 0);
+  dataplane::Pipeline pipeline;
+  ASSERT_TRUE(pipeline.CreateJob(Job(2)).ok());
+  ServerOptions o = Loopback(/*threads=*/2);
+  o.nice = 6;
+  o.sched_batch = true;
+  SwitchServer server(&pipeline, o);
+  ASSERT_TRUE(server.Start().ok());
+  UdpPeer peer;
+  ASSERT_TRUE(peer.Send(server.local_endpoints()[0], Req(Op::kJoin, 0)));
+  auto ack = peer.Next();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(ack->header.op, Op::kJoinAck);  // the threads started: scheduling applied first
+  EXPECT_EQ(ThreadsUnderSchedBatch(), 2);
+  EXPECT_EQ(ThreadsAtNiceness(6), 2);
+  EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER);  // the caller's thread keeps its own
   server.Stop();
 }
 
