@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -214,44 +215,45 @@ int ThreadsWithStatField(int field, const std::string& value) {
 int ThreadsAtNiceness(int nice) { return ThreadsWithStatField(19, std::to_string(nice)); }
 int ThreadsUnderSchedBatch() { return ThreadsWithStatField(41, std::to_string(SCHED_BATCH)); }
 
+// Runs a switch of two loop threads with `o`'s scheduling settings and
+// calls `check` once a JOIN was answered (the threads started, their
+// settings applied first).
+void WithRunningLoops(ServerOptions o, const std::function<void()>& check) {
+  dataplane::Pipeline pipeline;
+  ASSERT_TRUE(pipeline.CreateJob(Job(2)).ok());
+  SwitchServer server(&pipeline, o);
+  ASSERT_TRUE(server.Start().ok());
+  UdpPeer peer;
+  ASSERT_TRUE(peer.Send(server.local_endpoints()[0], Req(Op::kJoin, 0)));
+  auto ack = peer.Next();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(ack->header.op, Op::kJoinAck);
+  check();
+  server.Stop();
+}
+
 TEST(SwitchServerTest, LoopThreadsRunAtTheGivenNiceness) {
   // Raising the niceness needs no privilege; the loop threads get it, the
   // caller's thread keeps its own.
   ASSERT_EQ(ThreadsAtNiceness(7), 0);
-  dataplane::Pipeline pipeline;
-  ASSERT_TRUE(pipeline.CreateJob(Job(2)).ok());
   ServerOptions o = Loopback(/*threads=*/2);
   o.nice = 7;
-  SwitchServer server(&pipeline, o);
-  ASSERT_TRUE(server.Start().ok());
-  UdpPeer peer;
-  ASSERT_TRUE(peer.Send(server.local_endpoints()[0], Req(Op::kJoin, 0)));
-  auto ack = peer.Next();
-  ASSERT_TRUE(ack.has_value());
-  EXPECT_EQ(ack->header.op, Op::kJoinAck);  // the threads started: niceness applied first
-  EXPECT_EQ(ThreadsAtNiceness(7), 2);
-  EXPECT_EQ(getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())), 0);
-  server.Stop();
+  WithRunningLoops(o, [] {
+    EXPECT_EQ(ThreadsAtNiceness(7), 2);
+    EXPECT_EQ(getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())), 0);
+  });
 }
 
 TEST(SwitchServerTest, LoopThreadsRunUnderSchedBatchKeepingTheirNiceness) {
   ASSERT_EQ(ThreadsUnderSchedBatch(), 0);
-  dataplane::Pipeline pipeline;
-  ASSERT_TRUE(pipeline.CreateJob(Job(2)).ok());
   ServerOptions o = Loopback(/*threads=*/2);
   o.nice = 6;
   o.sched_batch = true;
-  SwitchServer server(&pipeline, o);
-  ASSERT_TRUE(server.Start().ok());
-  UdpPeer peer;
-  ASSERT_TRUE(peer.Send(server.local_endpoints()[0], Req(Op::kJoin, 0)));
-  auto ack = peer.Next();
-  ASSERT_TRUE(ack.has_value());
-  EXPECT_EQ(ack->header.op, Op::kJoinAck);  // the threads started: scheduling applied first
-  EXPECT_EQ(ThreadsUnderSchedBatch(), 2);
-  EXPECT_EQ(ThreadsAtNiceness(6), 2);
-  EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER);  // the caller's thread keeps its own
-  server.Stop();
+  WithRunningLoops(o, [] {
+    EXPECT_EQ(ThreadsUnderSchedBatch(), 2);
+    EXPECT_EQ(ThreadsAtNiceness(6), 2);
+    EXPECT_EQ(sched_getscheduler(0), SCHED_OTHER);  // the caller's thread keeps its own
+  });
 }
 
 TEST(SwitchServerTest, ANicenessItMayNotTakeIsRefusedBeforeAnySocketOpens) {
