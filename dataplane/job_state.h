@@ -14,8 +14,9 @@
 //   The stripe guards the row's registers: visible and pending values,
 //   pending_clock[r] and every rank's inc_tag for the row. The registers
 //   they write that are not per row are Relaxed (atomic): the counters, a
-//   rank's last_seen and rows_this_clock, `saturated`. Everything else they
-//   only read.
+//   rank's last_seen and rows_this_clock, `saturated` (a burst of INCs adds
+//   its counts once per hold: shared_tally.h). Everything else they only
+//   read.
 // - Every other packet (JOIN, CLOCK, LEAVE) and every control operation holds
 //   `mu` exclusive and may touch any register.
 #pragma once

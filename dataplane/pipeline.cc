@@ -69,7 +69,7 @@ ProcessResult Pipeline::Burst::Process(std::span<const uint8_t> datagram,
   const bool shared = h.op == proto::Op::kInc || h.op == proto::Op::kRead;
   if (held_ != nullptr) {
     if (shared && held_->config.id == h.job && !held_->mu.writer_waiting()) {
-      return p_.ProcessLocked(*held_, /*exclusive=*/false, pkt, src, local, now, out);
+      return p_.ProcessLocked(*held_, &tally_, pkt, src, local, now, out);
     }
     Release();
   }
@@ -83,13 +83,14 @@ ProcessResult Pipeline::Burst::Process(std::span<const uint8_t> datagram,
   if (shared) {
     job->mu.lock_shared();
     held_ = std::move(job);
-    return p_.ProcessLocked(*held_, /*exclusive=*/false, pkt, src, local, now, out);
+    return p_.ProcessLocked(*held_, &tally_, pkt, src, local, now, out);
   }
   std::lock_guard lock(job->mu);
-  return p_.ProcessLocked(*job, /*exclusive=*/true, pkt, src, local, now, out);
+  return p_.ProcessLocked(*job, /*shared=*/nullptr, pkt, src, local, now, out);
 }
 
 void Pipeline::Burst::Release() {
+  tally_.AddTo(*held_);
   held_->mu.unlock_shared();
   held_.reset();
 }
@@ -100,9 +101,9 @@ void Pipeline::Burst::End() {
   packets_ = 0;
 }
 
-ProcessResult Pipeline::ProcessLocked(JobState& job, bool exclusive, const proto::PacketView& pkt,
-                                      const proto::Endpoint& src, const proto::Endpoint& local,
-                                      Timestamp now, Output* out) {
+ProcessResult Pipeline::ProcessLocked(JobState& job, SharedTally* shared,
+                                      const proto::PacketView& pkt, const proto::Endpoint& src,
+                                      const proto::Endpoint& local, Timestamp now, Output* out) {
   const proto::Header& h = pkt.header;
   if (h.key != job.config.key) {
     globals_.bad_key.fetch_add(1, std::memory_order_relaxed);
@@ -116,18 +117,17 @@ ProcessResult Pipeline::ProcessLocked(JobState& job, bool exclusive, const proto
     ++job.counters.drops[static_cast<size_t>(DropReason::kSourceNotAllowed)];
     return {Verdict::kDropped, DropReason::kSourceNotAllowed};
   }
-  auto& rx = job.counters.rx_by_op[static_cast<size_t>(h.op)];
-  if (exclusive) {
-    rx.AddExclusive(1);
+  if (shared != nullptr) {
+    shared->CountRx(h.op);
   } else {
-    ++rx;
+    job.counters.rx_by_op[static_cast<size_t>(h.op)].AddExclusive(1);
   }
 
   // Per-op stages: membership, aggregation table, barrier.
   switch (h.op) {
     case proto::Op::kJoin: return HandleJoin(job, pkt, src, local, now, out);
     case proto::Op::kRead: return HandleRead(job, pkt, src, local, now, out);
-    case proto::Op::kInc: return HandleInc(job, pkt, src, local, now, out);
+    case proto::Op::kInc: return HandleInc(job, pkt, src, local, now, *shared, out);
     case proto::Op::kClock: return HandleClock(job, pkt, src, local, now, out);
     case proto::Op::kLeave: return HandleLeave(job, pkt, src, local, now, out);
     default: break;

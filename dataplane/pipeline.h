@@ -36,6 +36,7 @@
 #include "dataplane/counters.h"
 #include "dataplane/job_config.h"
 #include "dataplane/output.h"
+#include "dataplane/shared_tally.h"
 #include "dataplane/telemetry.h"
 #include "proto/codec.h"
 #include "proto/endpoint.h"
@@ -79,7 +80,8 @@ class Pipeline {
   // Several datagrams processed in a row by one thread (the daemon's receive
   // batch): Burst::Process has Pipeline::Process's effect on each, in order,
   // but consecutive INCs and READs of one job share one job lookup and one
-  // hold of the job's shared lock, and the packet counter is added once — the
+  // hold of the job's shared lock, and the packet counter and the counts
+  // they add to the job (shared_tally.h) are added once per hold — the
   // per-packet atomics that cost as much as a row of 362 values. The hold
   // ends at End() (and the destructor), at a packet of another kind or job,
   // and as soon as a writer (a CLOCK, a control operation) waits for the
@@ -101,9 +103,10 @@ class Pipeline {
     void End();
 
    private:
-    void Release();
+    void Release();  // adds tally_ to the held job, then unlocks it
     Pipeline& p_;
     std::shared_ptr<JobState> held_;  // its lock held shared while set
+    SharedTally tally_;               // counts for held_, added at Release
     uint64_t packets_ = 0;
   };
 
@@ -151,9 +154,10 @@ class Pipeline {
 
  private:
   std::shared_ptr<JobState> Find(uint16_t job) const;
-  // Process() after the job lookup, with the job's lock held as its op needs
-  // (`exclusive`, or shared for INC and READ).
-  ProcessResult ProcessLocked(JobState& job, bool exclusive, const proto::PacketView& pkt,
+  // Process() after the job lookup, with the job's lock held as its op needs:
+  // shared for INC and READ, which count into `*shared` (the burst adds it to
+  // the job before it unlocks), exclusive for the others (`shared` null).
+  ProcessResult ProcessLocked(JobState& job, SharedTally* shared, const proto::PacketView& pkt,
                               const proto::Endpoint& src, const proto::Endpoint& local,
                               Timestamp now, Output* out);
 

@@ -100,7 +100,7 @@ void FlagSaturated(uint8_t* values) {
 // ranks receive it while they still push and wait, instead of READing it
 // after their RELEASE. REQUIRES: the row's stripe.
 void EmitCompletedRow(JobState& job, uint32_t clock, uint32_t row, const proto::Endpoint& local,
-                      Output* out) {
+                      SharedTally& tally, Output* out) {
   const uint32_t next = clock + 1;
   if (out == nullptr || !job.config.group.valid() || next == proto::kNoClock ||
       !NoRankReleasedFrom(job, clock)) {
@@ -117,7 +117,7 @@ void EmitCompletedRow(JobState& job, uint32_t clock, uint32_t row, const proto::
   } else {
     FoldCompletedRow(job, row);
   }
-  ++job.counters.completed_rows;
+  tally.CountCompletedRow();
 }
 
 }  // namespace
@@ -185,7 +185,8 @@ ProcessResult HandleRead(JobState& job, const proto::PacketView& pkt, const prot
 }
 
 ProcessResult HandleInc(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
-                        const proto::Endpoint& local, Timestamp now, Output* out) {
+                        const proto::Endpoint& local, Timestamp now, SharedTally& tally,
+                        Output* out) {
   const proto::Header& h = pkt.header;
   ProcessResult result;
   // INC never gets a reply, refused or not (only a row it completes is sent).
@@ -202,16 +203,17 @@ ProcessResult HandleInc(JobState& job, const proto::PacketView& pkt, const proto
   {
     RowGuard row_guard(job.row_locks, h.row);
     outcome = ApplyInc(job, h.worker, h.clock, h.row, pkt.values);
-    if (outcome == IncOutcome::kRowComplete) EmitCompletedRow(job, h.clock, h.row, local, out);
+    if (outcome == IncOutcome::kRowComplete) {
+      EmitCompletedRow(job, h.clock, h.row, local, tally, out);
+    }
   }
-  // Counted after the row is released: a CLOCK, which reads rows_this_clock,
-  // waits for this packet's shared lock anyway.
   if (outcome == IncOutcome::kDuplicate) {
     ++w.counters.incs_duplicate;
     return Drop(job, DropReason::kIncDuplicate);
   }
-  ++w.rows_this_clock;
-  ++w.counters.incs_applied;
+  // rows_this_clock and incs_applied: a CLOCK, which reads them, waits for
+  // the shared lock, so the tally reaches them before it does.
+  tally.CountApplied(job, h.worker);
   return {Verdict::kApplied};
 }
 

@@ -13,6 +13,7 @@
 #include "dataplane/job_state.h"
 #include "dataplane/output.h"
 #include "dataplane/pipeline.h"
+#include "dataplane/shared_tally.h"
 #include "proto/codec.h"
 #include "proto/endpoint.h"
 
@@ -24,8 +25,11 @@ ProcessResult HandleRead(JobState& job, const proto::PacketView& pkt, const prot
                          const proto::Endpoint& local, Timestamp now, Output* out);
 // An INC gets no reply, but the INC that completes a row (every rank INC'd
 // it at this clock, in exact mode) sends the row to the job's reply group.
+// An applied INC and a row it sends are counted in `tally`, which the caller
+// adds to the job before it releases the lock (shared_tally.h).
 ProcessResult HandleInc(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
-                        const proto::Endpoint& local, Timestamp now, Output* out);
+                        const proto::Endpoint& local, Timestamp now, SharedTally& tally,
+                        Output* out);
 ProcessResult HandleClock(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
                           const proto::Endpoint& local, Timestamp now, Output* out);
 // A LEAVE of a rank that is not live is answered, but its FINISHED flag is

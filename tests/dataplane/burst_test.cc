@@ -132,6 +132,11 @@ TEST(Burst, HasTheEffectOfProcessingOnePacketAtATime) {
   EXPECT_EQ(t1.counters.completed_rows, t2.counters.completed_rows);
   EXPECT_EQ(t1.counters.releases, t2.counters.releases);
   EXPECT_GT(t2.counters.completed_rows, 0u);
+  ASSERT_EQ(t1.workers.size(), t2.workers.size());
+  for (size_t w = 0; w < t1.workers.size(); ++w) {
+    EXPECT_EQ(t1.workers[w].counters.incs_applied, t2.workers[w].counters.incs_applied);
+    EXPECT_EQ(t1.workers[w].rows_this_clock, t2.workers[w].rows_this_clock);
+  }
   EXPECT_EQ(t2.low, 2u);  // both clocks completed by every rank
   const auto g1 = one.pipeline().global_counters(), g2 = burst.pipeline().global_counters();
   EXPECT_EQ(g1.packets, g2.packets);
@@ -186,6 +191,7 @@ TEST(Burst, ThreadsWithBurstsAndAWriterKeepEverySumExact) {
   h.CreateJob(BurstJob());
   h.JoinAll(kRanks);
   h.Seed(std::vector<int32_t>(kRows * kWidth, 0));
+  const auto seeded = h.Telemetry();  // the seed's INCs (rank 0, clock 0) are counted too
 
   std::atomic<bool> stop{false};
   std::thread control([&] {
@@ -234,7 +240,85 @@ TEST(Burst, ThreadsWithBurstsAndAWriterKeepEverySumExact) {
     }
   }
   EXPECT_EQ(h.Model(), expect);
-  EXPECT_EQ(h.Telemetry().low, kClocks);
+  const auto t = h.Telemetry();
+  EXPECT_EQ(t.low, kClocks);
+  // The bursts' tallies, added by several threads at once, are exact too.
+  const size_t inc = static_cast<size_t>(Op::kInc);
+  EXPECT_EQ(t.counters.rx_by_op[inc] - seeded.counters.rx_by_op[inc], kClocks * kRanks * kRows);
+  EXPECT_EQ(t.counters.completed_rows - seeded.counters.completed_rows, kClocks * kRows);
+  for (uint32_t w = 0; w < kRanks; ++w) {
+    EXPECT_EQ(t.workers[w].counters.incs_applied - seeded.workers[w].counters.incs_applied,
+              kClocks * kRows);
+  }
+}
+
+// INCs of every rank interleaved in one hold of the job (a receive batch
+// that mixes the ranks' trains): each rank's applied rows reach its own
+// registers, so every CLOCK that follows in the same burst is RELEASEd
+// (a miscounted rank would be NACKed), and the counters equal one packet
+// at a time's.
+TEST(Burst, InterleavedRanksEachCountTheirOwnRows) {
+  Harness one, burst;
+  for (Harness* h : {&one, &burst}) {
+    h->CreateJob(BurstJob());
+    h->JoinAll(kRanks);
+    h->Seed(std::vector<int32_t>(kRows * kWidth, 0));
+  }
+  const auto seeded = burst.Telemetry();  // the seed's INCs (rank 0, clock 0) are counted too
+  std::vector<Datagram> traffic;
+  for (uint32_t r = 0; r < kRows; ++r) {
+    for (uint32_t w = 0; w < kRanks; ++w) {
+      // Rank 2 sends its last row twice in a row: the duplicate is not applied.
+      const uint32_t copies = (w == 2 && r == kRows - 1) ? 2 : 1;
+      for (uint32_t k = 0; k < copies; ++k) {
+        traffic.push_back(
+            {PacketBuilder(Op::kInc, 1, w, one.key()).Clock(1).Row(r).Values(RowValues(w, 1, r)).Build(),
+             w});
+      }
+    }
+  }
+  for (uint32_t w = 0; w < kRanks; ++w) {
+    traffic.push_back({PacketBuilder(Op::kClock, 1, w, one.key()).Clock(1).Row(kRows).Build(), w});
+  }
+
+  std::vector<Emitted> emitted_one;
+  for (const Datagram& d : traffic) {
+    auto e = one.SendRaw(d.bytes, WorkerAddr(d.from));
+    emitted_one.insert(emitted_one.end(), e.begin(), e.end());
+  }
+  Output out = Output::ForBatch(traffic.size());
+  {
+    Pipeline::Burst b(burst.pipeline());
+    for (const Datagram& d : traffic) {
+      ASSERT_TRUE(out.HasRoomForProcess());
+      b.Process(d.bytes, WorkerAddr(d.from), proto::Endpoint{}, burst.now, &out);
+    }
+  }
+  const std::vector<Emitted> emitted_burst = Harness::Decoded(out);
+  ExpectSameEmitted(emitted_one, emitted_burst);
+  uint32_t releases = 0;
+  for (const Emitted& e : emitted_burst) {
+    EXPECT_NE(e.header.op, Op::kNack);
+    if (e.header.op == Op::kRelease) ++releases;
+  }
+  EXPECT_EQ(releases, kRanks);
+
+  const auto t1 = one.Telemetry(), t2 = burst.Telemetry();
+  EXPECT_EQ(t2.low, 1u);
+  EXPECT_EQ(t1.counters.rx_by_op, t2.counters.rx_by_op);
+  EXPECT_EQ(t1.counters.completed_rows, t2.counters.completed_rows);
+  EXPECT_EQ(t2.counters.completed_rows - seeded.counters.completed_rows, kRows);
+  ASSERT_EQ(t2.workers.size(), kRanks);
+  for (uint32_t w = 0; w < kRanks; ++w) {
+    SCOPED_TRACE("rank " + std::to_string(w));
+    EXPECT_EQ(t1.workers[w].counters.incs_applied, t2.workers[w].counters.incs_applied);
+    EXPECT_EQ(t2.workers[w].counters.incs_applied - seeded.workers[w].counters.incs_applied,
+              kRows);
+    EXPECT_EQ(t1.workers[w].counters.incs_duplicate, t2.workers[w].counters.incs_duplicate);
+    EXPECT_EQ(t1.workers[w].rows_this_clock, t2.workers[w].rows_this_clock);
+  }
+  EXPECT_EQ(t2.workers[2].counters.incs_duplicate, 1u);
+  EXPECT_EQ(one.Model(), burst.Model());
 }
 
 }  // namespace
