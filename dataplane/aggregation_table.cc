@@ -32,11 +32,18 @@ void MaybeFoldRow(JobState& job, uint32_t row) {
   job.pending_incs[row] = 0;
 }
 
-void FoldCompletedRow(JobState& job, uint32_t row) {
-  // No clamps: the caller's sum of the same two rows had none.
-  AddRowSaturating(job.VisibleRow(row), job.PendingRow(row), job.config.RowLength(row));
+uint32_t ReadAndFoldCompletedRow(JobState& job, uint32_t row, uint8_t* out_be) {
+  int32_t* vis = job.VisibleRow(row);
+  const int32_t* pending = job.PendingRow(row);
+  const uint32_t n = job.config.RowLength(row);
+  const uint32_t clamps = FoldRowStoreBigEndian(out_be, vis, pending, n);
+  if (clamps > 0) {
+    SubtractRow(vis, pending, n);  // visible wrapped: back to what it was
+    NoteClamps(job, clamps);
+    return clamps;
+  }
   job.pending_folded[row] = 1;
-  ++job.counters.folds;
+  return 0;
 }
 
 bool ExactAt(const JobState& job, uint32_t clock) {

@@ -19,8 +19,9 @@
 // model after clock t, which the INC that completed it sends to the job's
 // reply group (requests.cc; docs/protocol.md, "completed row") — as a P4
 // register action adds the INC and reads the sum out into the packet. That
-// INC also folds the row at once (FoldCompletedRow: visible += pending while
-// both are in cache, pending_folded[r] = 1) unless the sum clamped; pending
+// INC also folds the row at once, in the same pass over both rows
+// (ReadAndFoldCompletedRow: visible += pending, pending_folded[r] = 1) unless
+// the sum clamped; pending
 // is kept, so an exact READ at clock t still gets visible - pending (the
 // model after t-1, exactly: nothing clamped), a live READ gets visible, and
 // the later lazy fold only clears the row. pending is garbage while
@@ -45,9 +46,15 @@ namespace serene::dataplane {
 // every live rank (a row FoldCompletedRow folded is only cleared).
 void MaybeFoldRow(JobState& job, uint32_t row);
 
-// For a row ApplyInc just completed and whose sum (visible + pending) did not
-// clamp: visible += pending now, pending kept for exact READs of its clock.
-void FoldCompletedRow(JobState& job, uint32_t row);
+// For a row ApplyInc just completed (kRowComplete): writes its live table,
+// visible + pending (the model after the completed clock), into `out_be`
+// (big-endian, RowLength(row) values) as ReadRow does, and folds it in the
+// same pass: visible += pending, pending kept for exact READs of its clock.
+// Returns how many sums were clamped, counted as ReadRow counts them; a row
+// with any is left unfolded (visible as it was) for MaybeFoldRow, which
+// counts them again. The fold itself is not counted: the caller adds it to
+// `folds` (with its burst's tally).
+uint32_t ReadAndFoldCompletedRow(JobState& job, uint32_t row, uint8_t* out_be);
 
 // True if INCs of, and READs at, clock t are served in exact mode.
 bool ExactAt(const JobState& job, uint32_t clock);

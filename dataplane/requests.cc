@@ -110,12 +110,12 @@ void EmitCompletedRow(JobState& job, uint32_t clock, uint32_t row, const proto::
   uint8_t* v = EmitReplyRaw(job, job.config.group, local, proto::Op::kReadReply, proto::kNoWorker,
                             next, row, proto::flags::kExact | proto::flags::kGroup, n, out);
   if (v == nullptr) return;
-  // The live table (visible + pending) is the model after `clock`. Unless it
-  // clamped, fold it now, while both rows are in cache (aggregation_table.h).
-  if (ReadRow(job, row, /*exact=*/false, clock, v) > 0) {
+  // The live table (visible + pending) is the model after `clock`; unless it
+  // clamped, it is folded in the same pass (aggregation_table.h).
+  if (ReadAndFoldCompletedRow(job, row, v) > 0) {
     FlagSaturated(v);
   } else {
-    FoldCompletedRow(job, row);
+    tally.CountFold();
   }
   tally.CountCompletedRow();
 }

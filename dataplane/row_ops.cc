@@ -57,6 +57,23 @@ uint32_t StoreRowSumBigEndian(uint8_t* __restrict dst, const int32_t* __restrict
 }
 
 SERENE_VECTOR_KERNEL
+uint32_t FoldRowStoreBigEndian(uint8_t* __restrict dst, int32_t* __restrict a,
+                               const int32_t* __restrict b, uint32_t n) {
+  uint32_t clamps = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t x = Load(a, i), y = Load(b, i);
+    StoreBe(dst, i, AddSat(x, y, &clamps));
+    a[i] = static_cast<int32_t>(x + y);
+  }
+  return clamps;
+}
+
+SERENE_VECTOR_KERNEL
+void SubtractRow(int32_t* __restrict a, const int32_t* __restrict b, uint32_t n) {
+  for (uint32_t i = 0; i < n; ++i) a[i] = static_cast<int32_t>(Load(a, i) - Load(b, i));
+}
+
+SERENE_VECTOR_KERNEL
 void StoreRowDifferenceBigEndian(uint8_t* __restrict dst, const int32_t* __restrict a,
                                  const int32_t* __restrict b, uint32_t n) {
   for (uint32_t i = 0; i < n; ++i) StoreBe(dst, i, Load(a, i) - Load(b, i));

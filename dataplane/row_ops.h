@@ -24,6 +24,15 @@ uint32_t AddRowFromBigEndian(int32_t* dst, const uint8_t* src, uint32_t n);
 // were clamped.
 uint32_t StoreRowSumBigEndian(uint8_t* dst, const int32_t* a, const int32_t* b, uint32_t n);
 
+// A fold and its reply in one pass: writes sat(a[i] + b[i]) as big-endian
+// int32 at dst + 4i and the wrapping sum a[i] + b[i] into a[i]; returns how
+// many were clamped. With none, a holds the saturating sum too; with some,
+// SubtractRow(a, b) gives a back.
+uint32_t FoldRowStoreBigEndian(uint8_t* dst, int32_t* a, const int32_t* b, uint32_t n);
+
+// a[i] -= b[i] (wrapping): undoes a wrapping addition of b.
+void SubtractRow(int32_t* a, const int32_t* b, uint32_t n);
+
 // Writes a[i] - b[i] (wrapping) as big-endian int32 at dst + 4i: undoes an
 // addition a = b + x that did not clamp.
 void StoreRowDifferenceBigEndian(uint8_t* dst, const int32_t* a, const int32_t* b, uint32_t n);

@@ -12,6 +12,8 @@ void SharedTally::AddTo(JobState& job) {
   }
   if (completed_rows_ != 0) job.counters.completed_rows += completed_rows_;
   completed_rows_ = 0;
+  if (folds_ != 0) job.counters.folds += folds_;
+  folds_ = 0;
 }
 
 void SharedTally::AddApplied(JobState& job) {

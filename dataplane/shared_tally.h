@@ -35,8 +35,9 @@ class SharedTally {
     }
     ++applied_;
   }
-  // A row sent to the reply group by the INC that completed it.
+  // A row sent to the reply group by the INC that completed it, and its fold.
   void CountCompletedRow() { ++completed_rows_; }
+  void CountFold() { ++folds_; }
 
   // Adds everything counted to `job`'s registers and starts over.
   // REQUIRES: the lock on `job` under which the counts were made.
@@ -47,6 +48,7 @@ class SharedTally {
 
   std::array<uint64_t, proto::kMaxOp + 1> rx_by_op_{};
   uint64_t completed_rows_ = 0;
+  uint64_t folds_ = 0;
   uint32_t worker_ = 0;
   uint32_t applied_ = 0;
 };

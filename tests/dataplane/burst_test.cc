@@ -130,6 +130,7 @@ TEST(Burst, HasTheEffectOfProcessingOnePacketAtATime) {
   EXPECT_EQ(t1.counters.rx_by_op, t2.counters.rx_by_op);
   EXPECT_EQ(t1.counters.drops, t2.counters.drops);
   EXPECT_EQ(t1.counters.completed_rows, t2.counters.completed_rows);
+  EXPECT_EQ(t1.counters.folds, t2.counters.folds);
   EXPECT_EQ(t1.counters.releases, t2.counters.releases);
   EXPECT_GT(t2.counters.completed_rows, 0u);
   ASSERT_EQ(t1.workers.size(), t2.workers.size());
@@ -308,6 +309,8 @@ TEST(Burst, InterleavedRanksEachCountTheirOwnRows) {
   EXPECT_EQ(t1.counters.rx_by_op, t2.counters.rx_by_op);
   EXPECT_EQ(t1.counters.completed_rows, t2.counters.completed_rows);
   EXPECT_EQ(t2.counters.completed_rows - seeded.counters.completed_rows, kRows);
+  EXPECT_EQ(t1.counters.folds, t2.counters.folds);
+  EXPECT_EQ(t2.counters.folds - seeded.counters.folds, kRows) << "each completed row folded";
   ASSERT_EQ(t2.workers.size(), kRanks);
   for (uint32_t w = 0; w < kRanks; ++w) {
     SCOPED_TRACE("rank " + std::to_string(w));

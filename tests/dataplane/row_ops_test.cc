@@ -50,6 +50,22 @@ TEST(RowOps, MatchTheScalarReference) {
     StoreRowSumBigEndian(out.data(), a.data(), b.data(), n);
     for (uint32_t i = 0; i < n; ++i) EXPECT_EQ(proto::LoadI32(out.data() + 4 * i), want[i]);
 
+    // The fold-and-reply writes the same reply and leaves the wrapping sum,
+    // which SubtractRow undoes (the saturating one when nothing clamped).
+    std::fill(out.begin(), out.end(), 0xAB);
+    sum = a;
+    EXPECT_EQ(FoldRowStoreBigEndian(out.data(), sum.data(), b.data(), n), want_clamps) << n;
+    for (uint32_t i = 0; i < n; ++i) {
+      EXPECT_EQ(proto::LoadI32(out.data() + 4 * i), want[i]) << n << "/" << i;
+      const auto wrapped = static_cast<int32_t>(static_cast<uint32_t>(a[i]) + static_cast<uint32_t>(b[i]));
+      EXPECT_EQ(sum[i], wrapped) << n << "/" << i;
+    }
+    if (want_clamps == 0) {
+      EXPECT_EQ(sum, want) << n;
+    }
+    SubtractRow(sum.data(), b.data(), n);
+    EXPECT_EQ(sum, a) << n;
+
     // The difference undoes a sum that did not clamp (and wraps otherwise).
     std::fill(out.begin(), out.end(), 0xAB);
     StoreRowDifferenceBigEndian(out.data(), a.data(), b.data(), n);
