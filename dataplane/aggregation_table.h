@@ -21,10 +21,9 @@
 // register action adds the INC and reads the sum out into the packet. That
 // INC also folds the row at once, in the same pass over both rows
 // (ReadAndFoldCompletedRow: visible += pending, pending_folded[r] = 1) unless
-// the sum clamped; pending
-// is kept, so an exact READ at clock t still gets visible - pending (the
-// model after t-1, exactly: nothing clamped), a live READ gets visible, and
-// the later lazy fold only clears the row. pending is garbage while
+// the sum clamped; pending is kept, so an exact READ at clock t still gets
+// visible - pending (the model after t-1, exactly: nothing clamped), a live
+// READ gets visible, and the later lazy fold only clears the row. pending is garbage while
 // pending_clock[r] is kNoClock: nothing reads it then, and the next clock's
 // first INC overwrites it instead of adding to a zeroed row.
 //
@@ -43,7 +42,7 @@
 namespace serene::dataplane {
 
 // Folds row r's pending accumulator into visible if its clock was completed by
-// every live rank (a row FoldCompletedRow folded is only cleared).
+// every live rank (a row ReadAndFoldCompletedRow folded is only cleared).
 void MaybeFoldRow(JobState& job, uint32_t row);
 
 // For a row ApplyInc just completed (kRowComplete): writes its live table,

@@ -30,6 +30,13 @@ JobConfig BurstJob() {
   return c;
 }
 
+// The burst job, every rank joined, seeded with `seed` in every value.
+void StartBurstJob(Harness& h, int32_t seed) {
+  h.CreateJob(BurstJob());
+  h.JoinAll(kRanks);
+  h.Seed(std::vector<int32_t>(kRows * kWidth, seed));
+}
+
 std::vector<int32_t> RowValues(uint32_t rank, uint32_t clock, uint32_t row) {
   std::vector<int32_t> v(kWidth);
   for (uint32_t i = 0; i < kWidth; ++i) v[i] = static_cast<int32_t>(rank * 100 + clock * 10 + row + i);
@@ -81,11 +88,7 @@ void ExpectSameEmitted(const std::vector<Emitted>& a, const std::vector<Emitted>
 
 TEST(Burst, HasTheEffectOfProcessingOnePacketAtATime) {
   Harness one, burst;
-  for (Harness* h : {&one, &burst}) {
-    h->CreateJob(BurstJob());
-    h->JoinAll(kRanks);
-    h->Seed(std::vector<int32_t>(kRows * kWidth, 7));
-  }
+  for (Harness* h : {&one, &burst}) StartBurstJob(*h, 7);
   const dataplane::GlobalCounters before = burst.pipeline().global_counters();
   const std::vector<Datagram> traffic = MixedTraffic(one.key());
 
@@ -152,9 +155,7 @@ TEST(Burst, HasTheEffectOfProcessingOnePacketAtATime) {
 // not at its end.
 TEST(Burst, AWaitingWriterGetsInBeforeTheBurstEnds) {
   Harness h;
-  h.CreateJob(BurstJob());
-  h.JoinAll(kRanks);
-  h.Seed(std::vector<int32_t>(kRows * kWidth, 0));
+  StartBurstJob(h, 0);
   const auto inc = PacketBuilder(Op::kInc, 1, 0, h.key()).Clock(1).Row(0).Values(RowValues(0, 1, 0)).Build();
 
   Output out = Output::ForBatch(1);
@@ -189,9 +190,7 @@ TEST(Burst, AWaitingWriterGetsInBeforeTheBurstEnds) {
 TEST(Burst, ThreadsWithBurstsAndAWriterKeepEverySumExact) {
   constexpr uint32_t kClocks = 30;
   Harness h;
-  h.CreateJob(BurstJob());
-  h.JoinAll(kRanks);
-  h.Seed(std::vector<int32_t>(kRows * kWidth, 0));
+  StartBurstJob(h, 0);
   const auto seeded = h.Telemetry();  // the seed's INCs (rank 0, clock 0) are counted too
 
   std::atomic<bool> stop{false};
@@ -260,11 +259,7 @@ TEST(Burst, ThreadsWithBurstsAndAWriterKeepEverySumExact) {
 // at a time's.
 TEST(Burst, InterleavedRanksEachCountTheirOwnRows) {
   Harness one, burst;
-  for (Harness* h : {&one, &burst}) {
-    h->CreateJob(BurstJob());
-    h->JoinAll(kRanks);
-    h->Seed(std::vector<int32_t>(kRows * kWidth, 0));
-  }
+  for (Harness* h : {&one, &burst}) StartBurstJob(*h, 0);
   const auto seeded = burst.Telemetry();  // the seed's INCs (rank 0, clock 0) are counted too
   std::vector<Datagram> traffic;
   for (uint32_t r = 0; r < kRows; ++r) {
