@@ -8,6 +8,8 @@
 #      so neither rebuilds the other's work) and every ctest test (unit, end
 #      to end, the Python package's pytest suites, the fault matrix and the
 #      short soak: labels python, faults and soak);
+#   1b. the tests behind the bit-identical claims again, under two forced
+#      OpenBLAS kernels and two OpenMP thread counts (scripts/determinism.sh);
 #   2. the fuzz targets over their seeds and every past finding, then a
 #      bounded fuzzing run of 30 s per target (docs/fuzzing.md);
 #   3. the tests under ASan+UBSan and the threaded ones under TSan
@@ -29,6 +31,8 @@ step "build (preset ci) and run ctest"
 cmake --preset ci
 cmake --build --preset ci
 ctest --preset ci --parallel 2
+step "determinism: the bit-identical tests under other BLAS kernels and thread counts"
+bash scripts/determinism.sh
 step "fuzz: replay the seeds and the regressions"
 bash scripts/fuzz.sh --replay
 step "fuzz: smoke run"

@@ -7,6 +7,7 @@
 #include <torch/csrc/autograd/grad_mode.h>
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 #include <string>
 #include <utility>
@@ -16,6 +17,24 @@ namespace serene::train {
 namespace {
 
 constexpr size_t kEvalChunk = 1000;
+
+// The compute thread count every computing thread uses (SetComputeThreads).
+std::atomic<int> g_compute_threads{1};
+
+// Makes the calling thread compute with g_compute_threads threads. OpenMP's
+// thread count is a per-thread setting: a thread that never set it runs
+// OpenBLAS with the runtime's default (the machine's cores, or
+// OMP_NUM_THREADS), and on some kernels (OpenBLAS's Cooperlake sgemm) the
+// rows a thread is given change the rounding. Two threads that compute the
+// same step with different counts then disagree in the last bit, so every
+// thread that computes pins itself, whatever the environment says.
+void PinComputeThreads() {
+  thread_local int pinned = 0;
+  const int want = g_compute_threads.load(std::memory_order_relaxed);
+  if (pinned == want) return;
+  at::set_num_threads(want);
+  pinned = want;
+}
 
 Status TorchError(const char* what, const std::exception& e) {
   std::string msg = e.what();
@@ -76,6 +95,7 @@ Result<float> Network::Gradient(std::span<const float> params, const Batch& batc
     return Status::InvalidArgument("Gradient: parameter/gradient size mismatch");
   }
   try {
+    PinComputeThreads();
     const auto options = at::TensorOptions().dtype(at::kFloat);
     // Autograd never writes a leaf's data, so wrapping the const span is safe.
     at::Tensor flat =
@@ -108,6 +128,7 @@ Result<EvalResult> Network::Evaluate(std::span<const float> params, const Datase
   const size_t n = (limit == 0 || limit > data.size) ? data.size : limit;
   if (n == 0) return Status::InvalidArgument("Evaluate: empty dataset");
   try {
+    PinComputeThreads();
     torch::autograd::AutoGradMode no_grad(false);
     const auto options = at::TensorOptions().dtype(at::kFloat);
     at::Tensor flat = at::from_blob(const_cast<float*>(params.data()),  // NOLINT
@@ -146,6 +167,7 @@ Status SetComputeThreads(int threads) {
   }
   try {
     at::set_num_threads(threads);
+    g_compute_threads.store(threads, std::memory_order_relaxed);
     return Status::Ok();
   } catch (const std::exception& e) {
     return TorchError("set_num_threads", e);

@@ -12,7 +12,9 @@
 //
 // Thread-safety: a Network is not thread-safe; use one per thread. Several
 // Networks may run concurrently in separate threads. SetComputeThreads is
-// process-wide.
+// process-wide: every thread that computes (Gradient, Evaluate) uses that
+// many threads, whatever OMP_NUM_THREADS says, so the same step computed on
+// two threads of one process, or in two processes, gives the same bits.
 #pragma once
 
 #include <cstddef>
@@ -61,8 +63,9 @@ class Network {
   std::unique_ptr<Impl> impl_;
 };
 
-// Sets libtorch's intra-op thread count for the process (several ranks
-// usually share few cores, so the trainer defaults to 1).
+// Sets the intra-op thread count (libtorch's and OpenBLAS's) every thread
+// computes with from its next Gradient or Evaluate on; 1 until called
+// (several ranks usually share few cores).
 // Errors: InvalidArgument if threads < 1, Internal if torch refuses.
 Status SetComputeThreads(int threads);
 
