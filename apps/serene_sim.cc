@@ -21,6 +21,7 @@
 #include "experiment/plot.h"
 #include "experiment/report.h"
 #include "experiment/scenario.h"
+#include "sim/math_kernels.h"
 #include "sim/seed_summary.h"
 #include "sim/sim_runner.h"
 #include "sim/sim_settings.h"
@@ -55,6 +56,8 @@ std::string SimStatsLine(const sim::SimulationResult& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything loads a kernel: the same training math on every AVX2 CPU.
+  const std::string kernel_note = sim::PinMathKernels(argv);
   CLI::App app{
       "serene-sim: simulates every Serene run of a scenario (default: the demo) in virtual\n"
       "time: N ranks and the real switch data plane exchange real packets over modelled\n"
@@ -136,6 +139,7 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (!kernel_note.empty()) fmt::print("note: {}\n", kernel_note);
   std::optional<st::Dataset> train, test;
   if (!settings->timing_only || !settings->compute_s) {
     auto t = st::LoadFashionMnist(data_dir, st::Split::kTrain);
@@ -169,12 +173,14 @@ int main(int argc, char** argv) {
   }
   fmt::print(
       "serene-sim '{}': {} x {} ranks, straggler {} on ranks {} (relative to {}), target {}, "
-      "budget {} steps; link {}; compute {:.3f} ms ± {:.0f}%{}; seeds {}\noutput: {}\n\n",
+      "budget {} steps; link {}; compute {:.3f} ms ± {:.0f}%{}; seeds {}; math kernels {}\n"
+      "output: {}\n\n",
       scenario->name, scenario->workers, st::ModelKindName(scenario->model), scenario->straggler,
       scenario->straggler_ranks, sim::StragglerBaseName(settings->straggler_base),
       scenario->target_accuracy, scenario->steps, settings->link.ToString(),
       1e3 * *settings->compute_s, 100 * settings->jitter,
-      settings->timing_only ? "; timing only" : "", fmt::join(seeds, ","), dir);
+      settings->timing_only ? "; timing only" : "", fmt::join(seeds, ","), sim::MathKernels(),
+      dir);
   std::fflush(stdout);
 
   sim::SimData data{train ? &*train : nullptr, test ? &*test : nullptr};

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -63,6 +64,32 @@ TEST(SimE2eTest, QuickScenarioReportsEverySereneRunReproducibly) {
     EXPECT_EQ(j["runs"][i]["job_completion_s"], j2["runs"][i]["job_completion_s"]) << i;
     EXPECT_EQ(j["runs"][i]["wait_total_s"], j2["runs"][i]["wait_total_s"]) << i;
     EXPECT_EQ(j["runs"][i]["final_accuracy"], j2["runs"][i]["final_accuracy"]) << i;
+  }
+}
+
+// The training math is pinned to the AVX2 kernels (sim/math_kernels.h), so the
+// kernel this machine or the environment would pick changes nothing: Haswell's
+// and Sandybridge's sgemm round differently (the test loss of a 30-step run
+// differs in the last bits without the pin).
+TEST(SimE2eTest, TrainingMathIsTheSameWhateverKernelTheEnvironmentNames) {
+  testing::ScratchDir dir("serene-sim-kernels");
+  auto run = [&](const std::string& kernel) {
+    setenv("OPENBLAS_CORETYPE", kernel.c_str(), 1);
+    const fs::path out = dir.path() / kernel;
+    const auto [code, output] =
+        RunSim({"--quick", "--compute-ms", "5", "--eval-samples", "500", "--runs", "serene:sync",
+                "--out", out.string()});
+    unsetenv("OPENBLAS_CORETYPE");
+    EXPECT_EQ(code, 0) << output;
+    EXPECT_NE(output.find("math kernels avx2"), std::string::npos) << output;
+    return nlohmann::json::parse(Slurp(out / "results.json"))["runs"][0]["timeline"];
+  };
+  const auto haswell = run("Haswell"), sandybridge = run("Sandybridge");
+  ASSERT_EQ(haswell.size(), sandybridge.size());
+  ASSERT_GE(haswell.size(), 3u);
+  for (size_t i = 0; i < haswell.size(); ++i) {
+    EXPECT_EQ(haswell[i]["test_loss"], sandybridge[i]["test_loss"]) << "point " << i;
+    EXPECT_EQ(haswell[i]["accuracy"], sandybridge[i]["accuracy"]) << "point " << i;
   }
 }
 
