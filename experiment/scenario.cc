@@ -273,6 +273,10 @@ Scenario DefaultScenario() {
             {"SSP(10)", BackendKind::kSerene, "ssp:10"},
             {"ADAPTIVE", BackendKind::kSerene, "policies/adaptive.lua"},
             {"Gloo", BackendKind::kGloo, ""}};
+  // serene-sim's compute model: what one MLP step of a rank takes on a core
+  // of the development machine (docs/simulator.md). Fixed, so the simulated
+  // demo is the same on every machine.
+  s.sim = {{"compute_ms", "6.2"}};
   return s;
 }
 

@@ -1,83 +1,56 @@
--- adaptive.lua: sets the SSP window W so that stragglers do not make the
--- other ranks wait, with no more staleness than that takes. SYNC while no
--- rank straggles. docs/policies.md "adaptive.lua" explains it with examples.
+-- adaptive.lua: the loosest barrier the job needs, at once. Nobody waits for
+-- a straggler for longer than it takes to notice; the window is never smaller
+-- than the lag the ranks have shown. docs/policies.md "adaptive.lua" explains
+-- it with examples and measurements.
 --
 -- params (all optional):
---   max_w      64    largest window it sets
---   slow       1.3   a rank straggles when its step takes > slow x the median step
---   margin     1.25  W = ceil(need x margin)
---   wait       0.1   ranks "wait" when one of them spent more than this
---                    fraction of the last period at the barrier
---   hold       10    seconds after a change before W may shrink
---   half_life  60    seconds for a remembered need to halve
---   jump       0     when stalls that come now and then (no persistent
---                    straggler) first make ranks wait, grow straight to at
---                    least this window instead of 3, 6, 12, ... one period
---                    at a time (0 = off; experiments/paper.toml uses 32)
+--   start  16    the window at load: SSP(start) from clock 1 (clock 0, the
+--                seeding clock, is always synchronous)
+--   max_w  64    the largest window; a window that would grow past it is
+--                async() instead
+--   slow   1.3   a rank is persistently slow when its step EWMA (work_time)
+--                is > slow x the median step
+--   wait   0.1   the window "binds" when a rank spent more than this
+--                fraction of the last period at the barrier while the lag
+--                between the ranks reached past W
+--   hold   30    seconds without a binding wait and without a persistent
+--                straggler before the window may shrink
+--
+-- Why loose. In this switch a read under SSP/ASYNC sees the live table, so
+-- how stale an update is depends on how long its rank's step took (the
+-- updates the others applied meanwhile), not on how many clocks the rank
+-- lags: a rank 100 clocks behind still computes on the current model. What a
+-- window prevents is waiting's opposite: ranks running ahead of one that is
+-- slow. So a window that binds costs certain waiting and buys little; the
+-- policy removes it as soon as it shows.
 --
 -- Every call (one per telemetry period):
---
---   step     the median work_time of the live ranks: a typical step, waiting
---            excluded (the median ignores one straggler).
---   need     the longest stall a rank shows, in steps:
---              max over live ranks of ceil((s - step) / step) for s > slow x step,
---              s = max(work_time, last_work_time, silent if not waiting)
---            (silent catches a stall still under way). A stall of S seconds
---            lets the others go on without waiting iff W >= S / step.
---   waiting  the others are held by the window: some rank spent more than
---            `wait` of the period at the barrier (wait_total grew) and the lag
---            went past W in one of the last 8 snapshots, or a rank has been
---            waiting longer than a step while the slowest rank lags by more
---            than W now (a wait with smaller lags is jitter, not the window).
---   memory   max(need, memory x 0.5^(dt / half_life)): recent needs, decaying;
---            a growth also remembers the window it set (W / margin).
---   persistent  some live rank's step EWMA (work_time) is > slow x step: a
---            slower machine, not stalls now and then.
---
---   grow     waiting and ceil(need x margin) > W:  W = ceil(need x margin), at once.
---            waiting, no persistent straggler, and a stall in sight (need > 0)
---            or no shrink in the last `hold` s (the wait right after a
---            shrink is the catch-up it causes):  W = max(2W, 1). Stalls that come now and then
---            on every rank (slow_worker) add up: the lag between ranks is a
---            random walk that one stall's need underestimates, so a window
---            that still binds is doubled until it no longer does.
---   shrink   nobody waiting and `hold` s since the last change:
---              target = ceil(memory x margin) (0 once memory < 0.5);
---              no straggler now and target 0:  sync()
---              target < W:                      W = max(target, W - ceil(W / 4))
---   jump     W grew, no persistent straggler, W < jump:  W = jump (clamped).
---
--- Why it does not flap: it grows only when waiting has a straggler to explain
--- it (the wait that follows a shrink, while the others let a lagging rank
--- catch up, has none); it shrinks only after `hold` seconds without waiting,
--- by a quarter at a time, and toward a need it remembers for minutes. It
--- returns a rule only when it differs from the one in force, and nothing
--- while a change is pending (the switch takes one at a time). A rank that is
--- slower at every step (not a stall) holds W at its need: no window can hide
--- a slower machine, so W does not grow past what covers one of its steps
--- (the doubling is for stalls only).
+--   binds      some live rank waited more than `wait` of the period and the
+--              largest lag of the last 8 snapshots is > W, or a rank is
+--              waiting longer than a typical step right now with lag > W
+--   persistent some live rank's work_time > slow x the median work_time (a
+--              slower machine: every finite window binds again)
+--   grow       binds: W = 2W (at least 32), or async() if a rank is
+--              persistent or 2W > max_w
+--   shrink     no binding wait and no persistent rank for `hold` seconds:
+--              W = max(4 x the largest lag of that time, W / 2), sync() when
+--              the ranks kept in step (lag <= 1) throughout; from async()
+--              the same, starting at max_w
+-- It returns a rule only when it differs from the one in force, and nothing
+-- while a change is pending (the switch takes one at a time).
 
+local start = params.start or 16
 local max_w = params.max_w or 64
 local slow = params.slow or 1.3
-local margin = params.margin or 1.25
 local wait_fraction = params.wait or 0.1
-local hold = params.hold or 10
-local half_life = params.half_life or 60
-local jump = params.jump or 0
+local hold = params.hold or 30
 
--- State between calls.
 local prev_now = nil      -- t.now of the last call
 local prev_wait = {}      -- wait_total by rank at the last call
-local memory = 0          -- decaying max of the needs seen, in steps
-local last_change = nil   -- t.now when this policy last changed the rule
-local last_shrink = nil   -- t.now when it last made the window smaller
 local lags = {}           -- max lag of the last few snapshots, oldest first
 local lag_snapshots = 8
-
--- ceil that ignores float noise: (1.0 - 0.1) / 0.1 is 9.000000000000002.
-local function ceil(x) return math.ceil(x - 1e-9) end
-
-local function clamp(w) return math.max(0, math.min(max_w, w)) end
+local calm_since = nil    -- t.now since when nothing bound and nobody was persistent
+local calm_lag = 0        -- the largest lag seen since calm_since
 
 local function median(xs)
   table.sort(xs)
@@ -87,13 +60,12 @@ local function median(xs)
 end
 
 local function window(w)
-  if w == 0 then return sync() end
+  if w == math.huge or w > max_w then return async() end
+  if w <= 0 then return sync() end
   return ssp(w)
 end
 
 function on_telemetry(t)
-  -- Waiting since the last call; the baseline is kept even when we decide
-  -- nothing, so the next period measures only itself.
   local dt = prev_now and t.now - prev_now or 0
   local waited, wait_now, max_lag = 0, 0, 0
   local live = {}
@@ -110,68 +82,50 @@ function on_telemetry(t)
     prev_wait[r.rank] = r.wait_total
   end
   prev_now = t.now
+  lags[#lags + 1] = max_lag
+  if #lags > lag_snapshots then table.remove(lags, 1) end
   if t.finished or t.swap_pending then return nil end
 
-  -- The typical step.
   local works = {}
   for _, r in ipairs(live) do
     if r.work_time > 0 then works[#works + 1] = r.work_time end
   end
   if #works == 0 then return nil end  -- no step measured yet
   local step = median(works)
-
-  -- The longest stall, in steps; and whether a rank is slow at every step.
-  local need, straggler, persistent = 0, nil, false
+  local persistent = false
   for _, r in ipairs(live) do
     if r.work_time > slow * step then persistent = true end
-    if r.work_time > 0 then
-      local s = math.max(r.work_time, r.last_work_time)
-      if not r.waiting and r.silent > s then s = r.silent end
-      if s > slow * step then
-        local n = ceil((s - step) / step)
-        if n > need then need, straggler = n, r.rank end
-      end
-    end
   end
 
-  local w = math.min(t.rule.window, max_w)
-  -- The ranks spread across the whole window recently: the largest lag of
-  -- the last few snapshots. A wait over the period is the window's doing
-  -- only if the lag reached past W (a wait with smaller lags is jitter: the
-  -- round trip of a CLOCK on a busy host, everyone at SYNC's every clock).
-  lags[#lags + 1] = max_lag
-  if #lags > lag_snapshots then table.remove(lags, 1) end
+  local w = t.rule.window  -- math.huge under async()
   local peak_lag = math.max(table.unpack(lags))
-  local waiting = (dt > 0 and waited > wait_fraction * dt and peak_lag > w)
-      or (wait_now > step and max_lag > w)
-  memory = math.max(need, memory * 0.5 ^ (dt / half_life))
+  local binds = w < math.huge and
+      ((dt > 0 and waited > wait_fraction * dt and peak_lag > w) or
+       (wait_now > step and max_lag > w))
 
-  local recent_shrink = last_shrink ~= nil and t.now - last_shrink < hold
   local new_w = w
-  if waiting and ceil(need * margin) > w then
-    new_w = clamp(ceil(need * margin))
-  elseif waiting and not persistent and (need > 0 or not recent_shrink) then
-    new_w = clamp(math.max(2 * w, 1))
-  elseif not waiting and (last_change == nil or t.now - last_change >= hold) then
-    local target = memory < 0.5 and 0 or clamp(ceil(memory * margin))
-    if target == 0 and need == 0 then
-      new_w = 0
-    elseif target < w then
-      new_w = math.max(target, w - ceil(w / 4))
+  if binds then
+    calm_since = nil
+    if persistent then new_w = math.huge else new_w = math.max(2 * w, 32) end
+  elseif persistent then
+    calm_since = nil
+  else
+    if calm_since == nil then calm_since, calm_lag = t.now, max_lag end
+    calm_lag = math.max(calm_lag, max_lag)
+    if t.now - calm_since >= hold then
+      local from = w == math.huge and 2 * max_w or w
+      if calm_lag <= 1 then new_w = 0 else new_w = math.max(4 * calm_lag, from // 2) end
+      if new_w >= w then new_w = w end
+      calm_since, calm_lag = t.now, max_lag
     end
   end
-  -- Stalls now and then on any rank: every period spent at a window that
-  -- still binds costs waiting, and a larger window costs nothing the barrier
-  -- would otherwise prevent, so skip the doublings (docs/policies.md).
-  if new_w > w and not persistent and new_w < jump then new_w = clamp(jump) end
 
   local want = window(new_w)
   if want == t.rule then return nil end
-  if new_w > w then memory = math.max(memory, new_w / margin) end
-  if new_w < w then last_shrink = t.now end
-  last_change = t.now
-  log(string.format("%s -> %s: step %.3f s, need %d steps (rank %s), waited %.2f s " ..
-                    "(%.2f s now), max lag %d, memory %.1f", t.rule.text, want.text, step,
-                    need, straggler or "-", waited, wait_now, max_lag, memory))
+  log(string.format("%s -> %s: step %.3f s, waited %.2f s (%.2f s now), max lag %d " ..
+                    "(peak %d)%s", t.rule.text, want.text, step, waited, wait_now, max_lag,
+                    peak_lag, persistent and ", a rank persistently slow" or ""))
   return want
 end
+
+return window(start)
