@@ -30,8 +30,10 @@
 --              waiting longer than a typical step right now with lag > W
 --   persistent some live rank's work_time > slow x the median work_time (a
 --              slower machine: every finite window binds again)
+--   stalled    some live rank, not waiting, has sent nothing for 8 typical
+--              steps: a stop (a failure, a long pause) under way
 --   grow       binds: W = 2W (at least 32), or async() if a rank is
---              persistent or 2W > max_w
+--              persistent or stalled, or 2W > max_w
 --   shrink     no binding wait and no persistent rank for `hold` seconds:
 --              W = max(4 x the largest lag of that time, W / 2), sync() when
 --              the ranks kept in step (lag <= 1) throughout; from async()
@@ -44,6 +46,7 @@ local max_w = params.max_w or 64
 local slow = params.slow or 1.3
 local wait_fraction = params.wait or 0.1
 local hold = params.hold or 30
+local stall_steps = 8     -- a rank silent this many steps is stalled (failed?), not slow
 
 local prev_now = nil      -- t.now of the last call
 local prev_wait = {}      -- wait_total by rank at the last call
@@ -92,9 +95,10 @@ function on_telemetry(t)
   end
   if #works == 0 then return nil end  -- no step measured yet
   local step = median(works)
-  local persistent = false
+  local persistent, stalled = false, false
   for _, r in ipairs(live) do
     if r.work_time > slow * step then persistent = true end
+    if not r.waiting and r.silent > stall_steps * step then stalled = true end
   end
 
   local w = t.rule.window  -- math.huge under async()
@@ -106,7 +110,7 @@ function on_telemetry(t)
   local new_w = w
   if binds then
     calm_since = nil
-    if persistent then new_w = math.huge else new_w = math.max(2 * w, 32) end
+    if persistent or stalled then new_w = math.huge else new_w = math.max(2 * w, 32) end
   elseif persistent then
     calm_since = nil
   else
@@ -123,8 +127,9 @@ function on_telemetry(t)
   local want = window(new_w)
   if want == t.rule then return nil end
   log(string.format("%s -> %s: step %.3f s, waited %.2f s (%.2f s now), max lag %d " ..
-                    "(peak %d)%s", t.rule.text, want.text, step, waited, wait_now, max_lag,
-                    peak_lag, persistent and ", a rank persistently slow" or ""))
+                    "(peak %d)%s%s", t.rule.text, want.text, step, waited, wait_now, max_lag,
+                    peak_lag, persistent and ", a rank persistently slow" or "",
+                    stalled and ", a rank stalled" or ""))
   return want
 end
 

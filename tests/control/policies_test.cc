@@ -352,6 +352,27 @@ TEST_F(AdaptiveTest, APersistentStragglerGoesAsyncAtOnceAndStays) {
   }
 }
 
+// A rank that stops (a failure, a long pause) shows as silence; the others
+// fill the window and wait: no window helps, async() at once.
+TEST_F(AdaptiveTest, ARankSilentForEightStepsMakesABindingWindowAsync) {
+  Load();
+  Calm();
+  Decide();
+  for (int i = 0; i < kRanks; ++i) {
+    v1::RankTelemetry* r = t_.mutable_ranks(i);
+    r->set_done(i == 2 ? 1000 : 1017);
+    r->set_waiting(i != 2);
+    r->set_wait_now_ns(i == 2 ? 0 : Ns(0.3));
+    r->set_wait_total_ns(r->wait_total_ns() + (i == 2 ? 0 : Ns(0.5)));
+  }
+  t_.mutable_ranks(2)->set_silent_ns(Ns(9 * kStep));
+  Advance(1);
+  auto d = Decide();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->rule, BarrierParams::Async());
+  EXPECT_THAT(script_->TakeLog().at(0), HasSubstr("a rank stalled"));
+}
+
 TEST_F(AdaptiveTest, MaxWCapsTheWindowBeforeAsync) {
   Load({{"max_w", "40"}, {"start", "8"}});
   Calm();

@@ -1,0 +1,380 @@
+#!/usr/bin/python3
+"""Raw results behind the docs' figures, and the tables made from them.
+
+Every figure in docs/ that a run measures comes from records in docs/data/
+(JSON lines, one record per run of a sweep, committed). Each record names the
+commit, the CPU model, the cores, the kernel and the date it was measured on.
+Tables in docs/*.md sit between markers
+
+    <!-- generated: NAME -->
+    ...
+    <!-- /generated: NAME -->
+
+and are made from the records by this script alone, so a table can always be
+traced to its runs, and `tables --check` (a ctest test) fails when a table
+differs from what its records give.
+
+    evidence.py record-sim OUT --figure F --scenario S   # a serene-sim --seeds output -> docs/data/F.jsonl
+    evidence.py record-experiment OUT --figure F --scenario S --seed N
+    evidence.py tables [--check]                         # rewrite (or check) every generated table
+    evidence.py plots                                     # redraw the plots made from records (gnuplot)
+
+A figure is the median of its seeds or runs with min and max; "met" means the
+median meets the target.
+"""
+import argparse
+import datetime
+import glob
+import json
+import math
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "docs", "data")
+DOCS = os.path.join(ROOT, "docs")
+
+# Two-sided 95 % quantiles of Student's t by degrees of freedom.
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
+       10: 2.23, 12: 2.18, 15: 2.13, 20: 2.09, 30: 2.04}
+
+# The fixed policies an adaptive one is held to (issue 30: the best in hindsight).
+FIXED = ["SYNC", "SSP(2)", "SSP(10)", "SSP(32)", "ASYNC"]
+
+
+def fail(msg):
+    print(f"evidence.py: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def t95(df):
+    keys = [k for k in sorted(T95) if k <= df]
+    if not keys:
+        raise ValueError("a confidence interval needs at least two samples")
+    return T95[keys[-1]]
+
+
+# ------------------------------------------------------------------ records
+
+def machine():
+    """The commit, CPU, cores, kernel and date a record was measured on."""
+    def git(*args):
+        try:
+            return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True,
+                                  check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    commit = git("rev-parse", "--short=12", "HEAD")
+    if git("status", "--porcelain", "--untracked-files=no"):
+        commit += "+dirty"
+    return {"commit": commit, "cpu": cpu, "cores": os.cpu_count(),
+            "kernel": platform.release(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")}
+
+
+def read_records(figure):
+    path = os.path.join(DATA, f"{figure}.jsonl")
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def replace_records(figure, scenario, records, key=("scenario",)):
+    """Replaces the figure's records of `scenario` (one sweep) by `records`."""
+    os.makedirs(DATA, exist_ok=True)
+    kept = [r for r in read_records(figure) if r.get("scenario") != scenario]
+    path = os.path.join(DATA, f"{figure}.jsonl")
+    with open(path, "w") as f:
+        for r in kept + records:
+            f.write(json.dumps(r, sort_keys=True) + "\n")
+    print(f"evidence: {len(records)} records of {scenario} in {os.path.relpath(path, ROOT)}")
+
+
+def run_record(run, extra):
+    r = dict(extra)
+    r.update({
+        "label": run["label"],
+        "policy": run["policy"],
+        "params": run.get("params") or {},
+        "ok": run["ok"],
+        "jct_s": run.get("job_completion_s"),
+        "reached": run.get("stop_reason") == "target_reached",
+        "iterations": run.get("iterations_rank0"),
+        "final_accuracy": run.get("final_accuracy"),
+        "wait_total_s": run.get("wait_total_s"),
+        "barrier_wait_total_s": run.get("barrier_wait_total_s"),
+        "compute_per_iteration_s": run.get("compute_per_iteration_s"),
+        "policy_changes": [c["rule"] for c in run.get("policy_changes") or []],
+    })
+    return r
+
+
+def record_sim(args):
+    seeds = sorted(glob.glob(os.path.join(args.out, "seed-*", "results.json")))
+    single = os.path.join(args.out, "results.json")
+    if not seeds and os.path.exists(single):
+        seeds = [single]
+    if not seeds:
+        fail(f"no results.json under {args.out} (a serene-sim --out directory)")
+    m = machine()
+    records = []
+    for path in seeds:
+        with open(path) as f:
+            j = json.load(f)
+        seed = j["scenario"].get("seed")
+        for run in j["runs"]:
+            records.append(run_record(run, dict(m, figure=args.figure, scenario=args.scenario,
+                                                seed=seed, source="serene-sim")))
+    replace_records(args.figure, args.scenario, records)
+
+
+def record_experiment(args):
+    path = os.path.join(args.out, "results.json")
+    if not os.path.exists(path):
+        fail(f"no {path} (a serene-experiment --out directory)")
+    with open(path) as f:
+        j = json.load(f)
+    m = machine()
+    records = [run_record(run, dict(m, figure=args.figure, scenario=args.scenario, seed=args.seed,
+                                    source="serene-experiment")) for run in j["runs"]]
+    # One seed at a time: keep the other seeds of this sweep (--fresh starts one).
+    others = [] if args.fresh else [
+        r for r in read_records(args.figure)
+        if r.get("scenario") == args.scenario and r.get("seed") != args.seed]
+    replace_records(args.figure, args.scenario, others + records)
+
+
+# ------------------------------------------------------------------- tables
+
+def fmt_range(xs, f):
+    xs = sorted(x for x in xs if x is not None and not (isinstance(x, float) and math.isnan(x)))
+    if not xs:
+        return "–"
+    med = statistics.median(xs)
+    if len(xs) == 1:
+        return f(med)
+    return f"{f(med)} ({f(xs[0])}–{f(xs[-1])})"
+
+
+def by_scenario(records):
+    out = {}
+    for r in records:
+        out.setdefault(r["scenario"], []).append(r)
+    return out
+
+
+def machines_line(records):
+    ms = sorted({(r["cpu"], r["cores"], r["kernel"]) for r in records})
+    commits = sorted({r["commit"] for r in records})
+    dates = sorted({r["date"][:10] for r in records})
+    where = "; ".join(f"{cpu}, {cores} cores, Linux {kernel}" for cpu, cores, kernel in ms)
+    return (f"Measured on {where}; commit {', '.join(commits)}; "
+            f"{dates[0] if len(dates) == 1 else dates[0] + ' to ' + dates[-1]}.")
+
+
+def policy_table(records):
+    """Per run label: JCT as % of the same seed's SYNC run, median (min–max)
+    over seeds; JCT; iterations; final accuracy; seeds that reached the target."""
+    seeds = sorted({r["seed"] for r in records})
+    labels = []
+    for r in records:
+        if r["label"] not in labels:
+            labels.append(r["label"])
+    runs = {(r["seed"], r["label"]): r for r in records}
+    lines = [f"{len(seeds)} seeds ({', '.join(str(s) for s in seeds)}); median (min–max) over "
+             "seeds.", "",
+             "| run | JCT % of SYNC | JCT (s) | iterations | final accuracy | reached target |",
+             "|---|---|---|---|---|---|"]
+    for label in labels:
+        rs = [runs[(s, label)] for s in seeds if (s, label) in runs]
+        pct = []
+        for s in seeds:
+            a, b = runs.get((s, "SYNC")), runs.get((s, label))
+            if a and b and a["jct_s"] and b["jct_s"]:
+                pct.append(100 * b["jct_s"] / a["jct_s"])
+        lines.append("| {} | {} | {} | {} | {} | {}/{} |".format(
+            label, fmt_range(pct, lambda x: f"{x:.1f}"),
+            fmt_range([r["jct_s"] for r in rs], lambda x: f"{x:.2f}"),
+            fmt_range([r["iterations"] for r in rs], lambda x: f"{x:.0f}"),
+            fmt_range([r["final_accuracy"] for r in rs], lambda x: f"{x:.4f}"),
+            sum(1 for r in rs if r["reached"]), len(rs)))
+    return lines
+
+
+def adaptive_verdict(records, label="ADAPTIVE", bound=1.05):
+    """ADAPTIVE against the fixed policy with the best mean JCT over the seeds
+    (the best in hindsight), seed by seed."""
+    seeds = sorted({r["seed"] for r in records})
+    runs = {(r["seed"], r["label"]): r for r in records}
+    fixed = [f for f in FIXED if all((s, f) in runs for s in seeds)]
+    if not fixed or not all((s, label) in runs for s in seeds):
+        return []
+    best = min(fixed, key=lambda f: statistics.mean(runs[(s, f)]["jct_s"] for s in seeds))
+    ratios = [runs[(s, label)]["jct_s"] / runs[(s, best)]["jct_s"] for s in seeds]
+    acc = [runs[(s, label)]["final_accuracy"] - runs[(s, best)]["final_accuracy"] for s in seeds]
+    med = statistics.median(ratios)
+    line = (f"{label} against the best fixed policy in hindsight, {best}: JCT ratio "
+            f"{fmt_range(ratios, lambda x: f'{x:.3f}')}")
+    if len(ratios) > 1:
+        mean, sd = statistics.mean(ratios), statistics.stdev(ratios)
+        h = t95(len(ratios) - 1) * sd / math.sqrt(len(ratios))
+        line += f", mean {mean:.3f} (95 % CI {mean - h:.3f} … {mean + h:.3f})"
+    line += (f"; final accuracy {statistics.mean(acc) * 100:+.2f} pt. Target ≤ {bound:.2f}: "
+             f"{'met' if med <= bound else 'not met'} (median).")
+    return [line]
+
+
+def table_policies_sim(scenario):
+    def make():
+        records = [r for r in read_records("policies-sim") if r["scenario"] == scenario]
+        if not records:
+            return [f"(no records of {scenario} in docs/data/policies-sim.jsonl: run "
+                    f"scripts/reproduce.sh)"]
+        return policy_table(records) + [""] + adaptive_verdict(records) + [
+            "", machines_line(records)]
+    return make
+
+
+def table_demo_real():
+    records = [r for r in read_records("demo-real")]
+    if not records:
+        return ["(no records in docs/data/demo-real.jsonl: run scripts/reproduce.sh)"]
+    return policy_table(records) + [""] + adaptive_verdict(records, bound=1.0) + [
+        "", machines_line(records)]
+
+
+def generators():
+    gens = {"demo-real": table_demo_real}
+    for scenario in sorted({r["scenario"] for r in read_records("policies-sim")} |
+                           {"demo", "paper", "heterogeneous", "failure", "cnn"}):
+        gens[f"policies-sim-{scenario}"] = table_policies_sim(scenario)
+    return gens
+
+
+MARKER = re.compile(r"(<!-- generated: ([\w.-]+) -->\n)(.*?)(<!-- /generated: \2 -->)", re.S)
+
+
+def regenerate(text, gens, path, unknown):
+    def sub(m):
+        name = m.group(2)
+        if name not in gens:
+            unknown.append(f"{os.path.relpath(path, ROOT)}: {name}")
+            return m.group(0)
+        body = "\n".join(gens[name]()) + "\n"
+        return m.group(1) + body + m.group(4)
+    return MARKER.sub(sub, text)
+
+
+def tables(args):
+    gens = generators()
+    unknown, stale = [], []
+    for path in sorted(glob.glob(os.path.join(DOCS, "*.md"))):
+        with open(path) as f:
+            text = f.read()
+        new = regenerate(text, gens, path, unknown)
+        if new == text:
+            continue
+        if args.check:
+            stale.append(path)
+            with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as tmp:
+                tmp.write(new)
+            subprocess.run(["diff", "-u", path, tmp.name])
+            os.unlink(tmp.name)
+        else:
+            with open(path, "w") as f:
+                f.write(new)
+            print(f"evidence: tables rewritten in {os.path.relpath(path, ROOT)}")
+    if unknown:
+        fail("unknown generated tables (no generator of that name): " + ", ".join(unknown))
+    if stale:
+        fail("tables differ from what docs/data gives: " +
+             ", ".join(os.path.relpath(p, ROOT) for p in stale) +
+             " (run /usr/bin/python3 scripts/evidence.py tables)")
+
+
+# -------------------------------------------------------------------- plots
+
+def plots(args):
+    """JCT as % of SYNC per scenario and run, median with min–max bars."""
+    by = by_scenario(read_records("policies-sim"))
+    if not by:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        dat = os.path.join(tmp, "p.dat")
+        rows = []
+        for scenario in sorted(by):
+            recs = by[scenario]
+            runs = {(r["seed"], r["label"]): r for r in recs}
+            seeds = sorted({r["seed"] for r in recs})
+            labels = []
+            for r in recs:
+                if r["label"] not in labels:
+                    labels.append(r["label"])
+            for label in labels:
+                pct = [100 * runs[(s, label)]["jct_s"] / runs[(s, "SYNC")]["jct_s"]
+                       for s in seeds if (s, label) in runs and (s, "SYNC") in runs]
+                if pct:
+                    rows.append((f"{scenario}:{label}", statistics.median(pct), min(pct),
+                                 max(pct)))
+        with open(dat, "w") as f:
+            for i, (name, med, lo, hi) in enumerate(rows):
+                f.write(f'{i} "{name}" {med} {lo} {hi}\n')
+        out = os.path.join(DOCS, "img", "policies-sim.png")
+        script = f"""set terminal pngcairo size 1200,520 font ",9"
+set output "{out}"
+set style fill solid 0.6
+set boxwidth 0.7
+set ylabel "JCT, % of SYNC (median, min-max over seeds)"
+set xtics rotate by -60 nomirror
+set yrange [0:*]
+set grid ytics
+unset key
+plot "{dat}" using 1:3:xtic(2) with boxes, "" using 1:3:4:5 with yerrorbars lc rgb "black" pt 0
+"""
+        subprocess.run(["gnuplot"], input=script, text=True, check=True)
+        print(f"evidence: {os.path.relpath(out, ROOT)}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("record-sim", help="records a serene-sim --seeds output")
+    s.add_argument("out")
+    s.add_argument("--figure", required=True)
+    s.add_argument("--scenario", required=True)
+    s.set_defaults(func=record_sim)
+    s = sub.add_parser("record-experiment", help="records one serene-experiment output")
+    s.add_argument("out")
+    s.add_argument("--figure", required=True)
+    s.add_argument("--scenario", required=True)
+    s.add_argument("--seed", type=int, required=True)
+    s.add_argument("--fresh", action="store_true",
+                   help="drop the scenario's earlier records (the first seed of a sweep)")
+    s.set_defaults(func=record_experiment)
+    s = sub.add_parser("tables", help="rewrites every generated table in docs/")
+    s.add_argument("--check", action="store_true",
+                   help="change nothing; fail if a table differs from its records")
+    s.set_defaults(func=tables)
+    s = sub.add_parser("plots", help="redraws the plots made from docs/data")
+    s.set_defaults(func=plots)
+    args = p.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

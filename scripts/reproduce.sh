@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Brings back the numbers behind the docs' generated tables and plots: runs
+# each experiment behind them, records its raw results as JSON lines in
+# docs/data/ (every record names the commit, CPU, cores, kernel and date),
+# then regenerates the tables between the docs' generated markers and the
+# plots from those records (scripts/evidence.py).
+#
+#   bash scripts/reproduce.sh            # everything: ~2.5 h on 2 cores
+#   bash scripts/reproduce.sh --quick    # the demo's figures only: ~10 min on 2 cores
+#   bash scripts/reproduce.sh --only policies-sim:paper   # one figure (or figure:scenario)
+#   bash scripts/reproduce.sh --tables   # no runs: tables and plots from docs/data
+#
+# Figures (docs/results.md, docs/experiments.md):
+#   policies-sim   serene-sim, 5 seeds, SYNC, SSP(2), SSP(10), SSP(32), ASYNC and
+#                  policies/adaptive.lua side by side in each scenario of
+#                  experiments/: demo, paper, heterogeneous, failure, cnn
+#                  (quick: demo). Virtual time: the same numbers on any AVX2
+#                  machine, whatever its load.
+#   demo-real      serene-experiment, the README's demo (real switch and ranks
+#                  on this host), seeds 1-5 (quick: 1-3). Real time: run it on
+#                  a quiet machine.
+# Not yet recorded here (their numbers in docs are still typed from runs):
+# performance.md's benchmarks (scripts/comm_sweep.sh), the scale sweep, the
+# fault matrix summary and the simulator's validation; see docs/results.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=0 tables_only=0 only=()
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --quick) quick=1; shift ;;
+    --tables) tables_only=1; shift ;;
+    --only) only+=("$2"); shift 2 ;;
+    -h|--help) sed -n 2,24p "$0"; exit 0 ;;
+    *) echo "reproduce.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+PY=/usr/bin/python3
+BIN=build/bin
+started=$(date +%s)
+say() { echo "=== reproduce.sh: $* ($(( $(date +%s) - started )) s so far)"; }
+
+wanted() {  # wanted FIGURE SCENARIO: is this run asked for?
+  [[ ${#only[@]} -eq 0 ]] && return 0
+  local o
+  for o in "${only[@]}"; do
+    [[ $o == "$1" || $o == "$1:$2" ]] && return 0
+  done
+  return 1
+}
+
+if [[ $tables_only -eq 0 ]]; then
+  for b in serene-sim serene-experiment; do
+    [[ -x $BIN/$b ]] || { echo "reproduce.sh: no $BIN/$b: build first (cmake --preset default && cmake --build --preset default)" >&2; exit 2; }
+  done
+  git diff --quiet HEAD -- . ':(exclude)docs' || echo "reproduce.sh: note: the tree has uncommitted changes; records say +dirty"
+  scratch=$(mktemp -d /tmp/serene-reproduce.XXXXXX)
+  trap 'rm -rf "$scratch"' EXIT
+
+  runs=serene:sync,serene:ssp:2,serene:ssp:10,serene:ssp:32,serene:async,policies/adaptive.lua
+  scenarios=(demo paper heterogeneous failure cnn)
+  [[ $quick -eq 1 ]] && scenarios=(demo)
+  for s in "${scenarios[@]}"; do
+    wanted policies-sim "$s" || continue
+    say "policies-sim: $s (serene-sim, seeds 1-5)"
+    $BIN/serene-sim -c "experiments/$s.toml" --runs "$runs" --seeds 1,2,3,4,5 \
+      --out "$scratch/sim-$s" | grep -E '^(=== seed|run |  JCT)'
+    $PY scripts/evidence.py record-sim "$scratch/sim-$s" --figure policies-sim --scenario "$s"
+  done
+
+  seeds=(1 2 3 4 5)
+  [[ $quick -eq 1 ]] && seeds=(1 2 3)
+  if wanted demo-real demo; then
+    fresh=--fresh
+    for seed in "${seeds[@]}"; do
+      say "demo-real: seed $seed (serene-experiment, real processes)"
+      $BIN/serene-experiment --seed "$seed" --out "$scratch/demo-$seed" | tail -n 4
+      $PY scripts/evidence.py record-experiment "$scratch/demo-$seed" --figure demo-real \
+        --scenario demo --seed "$seed" $fresh
+      fresh=
+    done
+  fi
+fi
+
+say "tables and plots from docs/data"
+$PY scripts/evidence.py tables
+$PY scripts/evidence.py plots
+say "done"
