@@ -73,6 +73,7 @@ class ScenarioFlags {
       {"--eval-samples", "eval_samples", "Test examples per evaluation, 0 = all"},
       {"--seed", "seed", "Seed of model, data order and stragglers"},
       {"--lr", "lr", "SGD learning rate"},
+      {"--momentum", "momentum", "SGD momentum per rank, 0 <= m < 1 (0 = none)"},
       {"--batch", "batch", "Examples per rank per step"},
       {"--straggler", "straggler", "Straggler pattern (docs/training.md), or none"},
       {"--straggler-ranks", "straggler_ranks", "Ranks that straggle: all or a list"},

@@ -84,6 +84,10 @@ int main(int argc, char** argv) {
   app.add_option("--lr", o.learning_rate, "SGD learning rate")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--momentum", o.momentum,
+                 "SGD momentum in [0, 1), kept by each rank for its own gradients (0 = none)")
+      ->check(CLI::Range(0.0, 0.999999))
+      ->capture_default_str();
   app.add_option("--batch", o.batch_size, "Examples per rank per step")
       ->check(CLI::Range(1, 60000))
       ->capture_default_str();

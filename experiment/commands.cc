@@ -42,6 +42,8 @@ std::vector<std::string> TrainArgs(const Scenario& s, const RunSpec& run, int ra
                      std::string(train::ModelKindName(s.model)),
                      "--lr",
                      fmt::format("{}", s.learning_rate),
+                     "--momentum",
+                     fmt::format("{}", s.momentum),
                      "--batch",
                      std::to_string(s.batch),
                      "--steps",

@@ -259,6 +259,7 @@ std::string ReportJson(const Scenario& s, const std::vector<RunSummary>& summari
                    {"eval_samples", s.eval_samples},
                    {"seed", s.seed},
                    {"lr", s.learning_rate},
+                   {"momentum", s.momentum},
                    {"batch", s.batch},
                    {"straggler", s.straggler},
                    {"straggler_ranks", s.straggler_ranks},
@@ -360,11 +361,13 @@ std::string ReportCsv(const std::vector<RunSummary>& summaries) {
 std::string ReportMarkdown(const Scenario& s, const std::vector<RunSummary>& summaries) {
   std::string out = fmt::format(
       "# serene-experiment: {}\n\n{} ranks, {} ({} parameters), step budget {}, target accuracy "
-      "{} (0 = none), evaluation every {} steps on {} test examples, seed {}, lr {}, batch {} per "
+      "{} (0 = none), evaluation every {} steps on {} test examples, seed {}, lr {}{}, batch {} per "
       "rank, straggler `{}` on ranks `{}`, switch row width {}, {} thread(s) per rank.",
       s.name, s.workers, train::ModelKindName(s.model), train::ParameterCount(s.model), s.steps,
       s.target_accuracy, s.eval_every, s.eval_samples == 0 ? int64_t{10000} : s.eval_samples,
-      s.seed, s.learning_rate, s.batch, s.straggler, s.straggler_ranks, s.row, s.threads);
+      s.seed, s.learning_rate,
+      s.momentum > 0 ? fmt::format(" with momentum {}", s.momentum) : std::string(), s.batch,
+      s.straggler, s.straggler_ranks, s.row, s.threads);
   if (std::any_of(summaries.begin(), summaries.end(), IsDynamic)) {
     out += fmt::format(" Policy scripts' controllers read the job's telemetry every {} ms.",
                        s.control_period_ms);

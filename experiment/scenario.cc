@@ -293,7 +293,7 @@ const std::vector<std::string_view>& ScenarioKeys() {
   // clang-format off
   static const std::vector<std::string_view> keys = {
       "name",       "workers",         "model", "steps",   "target_accuracy",
-      "eval_every", "eval_samples",    "seed",  "lr",      "batch",
+      "eval_every", "eval_samples",    "seed",  "lr",      "momentum", "batch",
       "straggler",  "straggler_ranks", "row",   "threads", "timeout",
       "control_period_ms", "switch_fault", "group"};
   // clang-format on
@@ -329,6 +329,10 @@ Status SetScenarioValue(std::string_view key, std::string_view v, const std::str
     double x = 0;
     if (!ParseReal(v, &x) || x <= 0) return Bad(where, v, "a positive learning rate");
     s->learning_rate = x;
+  } else if (key == "momentum") {
+    double x = 0;
+    if (!ParseReal(v, &x) || !(x >= 0 && x < 1)) return Bad(where, v, "a momentum in [0, 1)");
+    s->momentum = x;
   } else if (key == "batch") {
     return SetInt(where, v, 1, kTrainExamples, &s->batch);
   } else if (key == "straggler") {
@@ -470,6 +474,9 @@ Result<Scenario> ParseScenarioToml(std::string_view text, std::string_view sourc
   if (!parsed.ok()) return parsed.status();
   const toml::table& root = *parsed;
   Scenario s = DefaultScenario();
+  // The [sim] table is the file's own: one without it leaves serene-sim's
+  // defaults (a compute model measured here), not the embedded demo's.
+  s.sim.clear();
   for (auto&& [k, node] : root) {
     const std::string key(k.str());
     const std::string where = src + ": " + key;
@@ -601,6 +608,7 @@ std::string ScenarioValueText(const Scenario& s, std::string_view key) {
   if (key == "eval_samples") return std::to_string(s.eval_samples);
   if (key == "seed") return std::to_string(s.seed);
   if (key == "lr") return Real(s.learning_rate);
+  if (key == "momentum") return Real(s.momentum);
   if (key == "batch") return std::to_string(s.batch);
   if (key == "straggler") return s.straggler;
   if (key == "straggler_ranks") return s.straggler_ranks;

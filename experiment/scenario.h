@@ -80,6 +80,7 @@ struct Scenario {
   int64_t eval_samples = 0;                         // test examples per evaluation; 0 = all 10000
   uint64_t seed = 1;                                // model, data order and straggler draws
   double learning_rate = 0.04;                      // SGD
+  double momentum = 0;                              // SGD momentum per rank, [0, 1)
   int64_t batch = 256;                              // examples per rank per step
   std::string straggler = "slow_worker";            // train/straggler.h pattern, or "none"
   std::string straggler_ranks = "all";              // ranks the pattern applies to
@@ -161,7 +162,8 @@ std::string DefaultLabel(
 // A scenario from a TOML document on top of DefaultScenario(). Top-level
 // keys are ScenarioKeys(); [[run]] tables (label, backend, policy, for a
 // policy script an optional params table of numbers and strings, for a gloo
-// run an optional algorithm) replace the default runs. Unknown keys and wrong
+// run an optional algorithm) replace the default runs; the [sim] table is
+// the file's own (none: empty, not the default's). Unknown keys and wrong
 // types are errors; `source` names the document in messages.
 Result<Scenario> ParseScenarioToml(std::string_view text, std::string_view source);
 

@@ -43,7 +43,7 @@ else
   kernels=(Prescott Core2)
 fi
 
-tests='TrainingSimTest\.|TrainingFaultsTest\.|TrainerGlooTest\.|SereneTrainer\.|SereneTrainAppTest\.|python\.test_torch|p4\.training_compare'
+tests='TrainingSimTest|TrainingFaultsTest\.|TrainerGlooTest\.|SereneTrainer\.|SereneTrainAppTest\.|python\.test_torch|p4\.training_compare'
 for kernel in "${kernels[@]}"; do
   for threads in default 1 3; do
     echo "== determinism: OPENBLAS_CORETYPE=$kernel OMP_NUM_THREADS=$threads"

@@ -72,6 +72,7 @@ SimRunResult SimulateRun(const experiment::Scenario& s, size_t index, const SimS
     t.workers = s.workers;
     t.batch = static_cast<size_t>(s.batch);
     t.learning_rate = s.learning_rate;
+    t.momentum = s.momentum;
     t.seed = s.seed;
     t.scale_log2 = 24;
     t.eval_samples = static_cast<size_t>(s.eval_samples);

@@ -6,6 +6,7 @@
 
 #include "include/serene/client.h"
 #include "train/batcher.h"
+#include "train/momentum.h"
 #include "train/network.h"
 
 namespace serene::sim {
@@ -16,7 +17,8 @@ struct TorchWork::Impl {
   std::unique_ptr<train::Network> network;
   std::vector<std::unique_ptr<train::ShardedBatcher>> batchers;  // by rank
   train::Batch batch;
-  std::vector<float> params, grad;
+  std::vector<float> params, grad, scaled;
+  std::vector<std::vector<float>> velocity;  // by rank; empty without momentum
 };
 
 TorchWork::TorchWork(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -43,6 +45,11 @@ Result<std::unique_ptr<TorchWork>> TorchWork::Create(const TorchWorkOptions& opt
   }
   impl->params.resize(impl->network->parameter_count());
   impl->grad.resize(impl->network->parameter_count());
+  if (options.momentum > 0) {
+    impl->scaled.resize(impl->grad.size());
+    impl->velocity.assign(static_cast<size_t>(options.workers),
+                          std::vector<float>(impl->grad.size()));
+  }
   return std::unique_ptr<TorchWork>(new TorchWork(std::move(impl)));
 }
 
@@ -62,8 +69,14 @@ Result<double> TorchWork::Step(int rank, std::span<const int32_t> pulled,
   Result<float> loss = s.network->Gradient(s.params, s.batch, s.grad);
   if (!loss.ok()) return loss.status();
   const float scale = static_cast<float>(-s.options.learning_rate / s.options.workers);
-  for (float& g : s.grad) g *= scale;
-  if (Status q = Quantize(s.grad, s.options.scale_log2, update); !q.ok()) return q;
+  if (s.velocity.empty()) {
+    for (float& g : s.grad) g *= scale;
+    if (Status q = Quantize(s.grad, s.options.scale_log2, update); !q.ok()) return q;
+  } else {
+    train::ApplyMomentum(static_cast<float>(s.options.momentum), s.grad,
+                         s.velocity[static_cast<size_t>(rank)], scale, s.scaled);
+    if (Status q = Quantize(s.scaled, s.options.scale_log2, update); !q.ok()) return q;
+  }
   return static_cast<double>(*loss);
 }
 

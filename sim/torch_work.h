@@ -2,7 +2,8 @@
 // model of serene-train (train/network.h) on each rank's shard of
 // Fashion-MNIST (train/batcher.h), one rank at a time on this thread, with
 // the same initial model, data order, learning rate and update rule
-// (−lr/N · gradient) as a real rank, in the switch's fixed point.
+// (−lr/N · gradient, or −lr/N · velocity with momentum: train/momentum.h) as
+// a real rank, in the switch's fixed point.
 //
 // Libtorch stays behind this header (pimpl): it is compiled into
 // torch_work.cc only.
@@ -21,6 +22,7 @@ struct TorchWorkOptions {
   int workers = 4;
   size_t batch = 256;
   double learning_rate = 0.04;
+  double momentum = 0;  // per rank, as train::TrainerOptions::momentum
   uint64_t seed = 1;
   uint32_t scale_log2 = 24;
   size_t eval_samples = 0;  // first n test examples; 0 = all

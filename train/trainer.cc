@@ -1,5 +1,7 @@
 #include "train/trainer.h"
 
+#include "train/momentum.h"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -34,6 +36,10 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& options,
   if (options.learning_rate <= 0 || !std::isfinite(options.learning_rate)) {
     return Status::InvalidArgument("learning rate must be positive, got " +
                                    std::to_string(options.learning_rate));
+  }
+  if (!(options.momentum >= 0 && options.momentum < 1)) {
+    return Status::InvalidArgument("momentum must be in [0, 1), got " +
+                                   std::to_string(options.momentum));
   }
   if (options.max_steps < 0) return Status::InvalidArgument("step limit must be >= 0");
   if (options.time_limit_s < 0) return Status::InvalidArgument("time limit must be >= 0");
@@ -79,7 +85,8 @@ Trainer::Trainer(const TrainerOptions& options, const Dataset* test, Backend& ba
       batcher_(std::move(batcher)),
       model_(InitialParameters(options.model, options.seed)),
       grad_(model_.size()),
-      update_(model_.size()) {
+      update_(model_.size()),
+      velocity_(options.momentum > 0 ? model_.size() : 0) {
   if (Contains(options.straggler_ranks, backend.rank()) &&
       options.straggler.kind != StragglerKind::kNone) {
     straggler_ = std::make_unique<StragglerInjector>(options.straggler,
@@ -223,7 +230,11 @@ Result<RunMetrics> Trainer::Run() {
     batcher_->Next(&batch_);
     Result<float> loss = network_->Gradient(model_, batch_, grad_);
     if (!loss.ok()) return loss.status();
-    for (size_t i = 0; i < grad_.size(); ++i) update_[i] = scale * grad_[i];
+    if (velocity_.empty()) {
+      for (size_t i = 0; i < grad_.size(); ++i) update_[i] = scale * grad_[i];
+    } else {
+      ApplyMomentum(static_cast<float>(options_.momentum), grad_, velocity_, scale, update_);
+    }
     const double compute_s = Seconds(Clock::now() - t);
     m.compute_s += compute_s;
 

@@ -41,7 +41,12 @@ namespace serene::train {
 
 struct TrainerOptions {
   ModelKind model = ModelKind::kMlp;
-  double learning_rate = 0.04;  // SGD step size; each rank pushes −lr/N · g
+  double learning_rate = 0.04;  // SGD step size; each rank pushes −lr/N · v
+  // SGD momentum μ in [0, 1), kept by each rank for its own gradients:
+  // v = μ·v + g, and v is what it pushes (v = g when μ = 0). Under SYNC the
+  // ranks' velocities add up to the velocity of the summed gradient, so the
+  // job trains as one momentum SGD on the global batch.
+  double momentum = 0;
   size_t batch_size = 256;      // examples per rank per iteration
   uint64_t seed = 1;            // initial model, data partition/shuffles, stragglers
   int64_t max_steps = 0;        // iterations; 0 = no limit
@@ -96,6 +101,7 @@ class Trainer {
   std::vector<float> model_;
   std::vector<float> grad_;
   std::vector<float> update_;
+  std::vector<float> velocity_;  // empty unless momentum > 0
   Batch batch_;
 };
 

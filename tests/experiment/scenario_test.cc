@@ -66,7 +66,9 @@ TEST(ScenarioTest, SetValueAcceptsGoodValues) {
   EXPECT_TRUE(SetScenarioValue("straggler_ranks", "1,3", "--straggler-ranks", &s).ok());
   EXPECT_TRUE(SetScenarioValue("row", "256", "--row", &s).ok());
   EXPECT_TRUE(SetScenarioValue("timeout", "90.5", "--timeout", &s).ok());
+  EXPECT_TRUE(SetScenarioValue("momentum", "0.9", "--momentum", &s).ok());
   EXPECT_EQ(s.workers, 8);
+  EXPECT_DOUBLE_EQ(s.momentum, 0.9);
   EXPECT_EQ(s.model, train::ModelKind::kCnn);
   EXPECT_DOUBLE_EQ(s.target_accuracy, 0.87);
   EXPECT_EQ(s.seed, 16u);
@@ -90,6 +92,8 @@ TEST(ScenarioTest, SetValueRefusesBadValuesNamingThem) {
       {"target_accuracy", "1.5", "[0, 1]"},
       {"target_accuracy", "nan", "[0, 1]"},
       {"lr", "-0.1", "positive learning rate"},
+      {"momentum", "1", "a momentum in [0, 1)"},
+      {"momentum", "-0.5", "a momentum in [0, 1)"},
       {"batch", "0", "1..60000"},
       {"eval_samples", "20000", "0..10000"},
       {"straggler", "slow_worker:2", "probability"},
@@ -583,7 +587,11 @@ TEST(ScenarioTest, SimTableIsKeptForTheSimulator) {
   auto again = ParseScenarioToml(ScenarioToToml(*s), "again");
   ASSERT_TRUE(again.ok()) << again.status().message();
   EXPECT_EQ(again->sim, s->sim);
-  EXPECT_EQ(ScenarioToToml(DefaultScenario()).find("[sim]"), std::string::npos);
+  // The embedded demo fixes its compute model; a file is its own [sim] table.
+  EXPECT_EQ(DefaultScenario().sim, (std::map<std::string, std::string>{{"compute_ms", "6.2"}}));
+  auto no_sim = ParseScenarioToml("workers = 2\n", "t.toml");
+  ASSERT_TRUE(no_sim.ok());
+  EXPECT_TRUE(no_sim->sim.empty());
   auto bad = ParseScenarioToml("[sim]\nlink = { gbps = 1 }\n", "t.toml");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("t.toml: sim.link"), std::string::npos)

@@ -264,6 +264,56 @@ TEST(TrainerTest, RejectsInconsistentOptions) {
   o = SmallRun();
   o.batch_size = 40000;  // larger than a shard of 30000
   EXPECT_FALSE(Trainer::Create(o, train, test, backend).ok());
+  for (double m : {-0.1, 1.0, std::nan("")}) {
+    o = SmallRun();
+    o.momentum = m;
+    auto t = Trainer::Create(o, train, test, backend);
+    EXPECT_EQ(t.status().code(), Status::Code::kInvalidArgument) << m;
+    EXPECT_NE(t.status().message().find("momentum"), std::string::npos) << t.status().message();
+  }
+}
+
+// With momentum each rank pushes −lr/N · v, v = μ·v + g over its own
+// gradients: the second update is −lr/N · (μ·g1 + g2).
+TEST(TrainerTest, WithMomentumPushesTheScaledVelocity) {
+  class SecondUpdate : public RecordingBackend {
+   public:
+    Status Push(std::span<const float> update, std::span<float> model, SyncTiming* t) override {
+      if (pushes == 1) second_update.assign(update.begin(), update.end());
+      if (pushes <= 1) models.emplace_back(model.begin(), model.end());
+      return RecordingBackend::Push(update, model, t);
+    }
+    std::vector<float> second_update;
+    std::vector<std::vector<float>> models;  // the model each update was computed on
+  } backend;
+  TrainerOptions o = SmallRun();
+  o.max_steps = 2;
+  o.learning_rate = 0.05;
+  o.momentum = 0.9;
+  o.batch_size = 32;
+  o.seed = 17;
+  auto trainer = Trainer::Create(o, testing::TrainSet(), &testing::TestSet(), backend);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  ASSERT_TRUE((*trainer)->Run().ok());
+  ASSERT_EQ(backend.models.size(), 2u);
+
+  auto batcher = ShardedBatcher::Create(testing::TrainSet(), {0, 2, 32, 17});
+  ASSERT_TRUE(batcher.ok());
+  auto net = Network::Create(ModelKind::kMlp);
+  ASSERT_TRUE(net.ok());
+  Batch batch;
+  std::vector<float> g1(backend.models[0].size()), g2(g1.size());
+  (*batcher)->Next(&batch);
+  ASSERT_TRUE((*net)->Gradient(backend.models[0], batch, g1).ok());
+  (*batcher)->Next(&batch);
+  ASSERT_TRUE((*net)->Gradient(backend.models[1], batch, g2).ok());
+  const float scale = static_cast<float>(-0.05 / 2);
+  ASSERT_EQ(backend.first_update.size(), g1.size());
+  ASSERT_EQ(backend.second_update.size(), g1.size());
+  for (size_t i = 0; i < g1.size(); ++i) {
+    ASSERT_EQ(backend.first_update[i], scale * g1[i]) << i;
+    ASSERT_EQ(backend.second_update[i], scale * (0.9f * g1[i] + g2[i])) << i;
+  }
 }
 
 }  // namespace
