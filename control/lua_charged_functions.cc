@@ -176,8 +176,7 @@ int Unpack(lua_State* L) {
 }  // namespace
 
 void ReplaceTableFunctions(lua_State* L) {
-  static constexpr luaL_Reg kFunctions[] = {
-      {"sort", Sort}, {"concat", Concat}, {"unpack", Unpack}};
+  static constexpr luaL_Reg kFunctions[] = {{"sort", Sort}, {"concat", Concat}, {"unpack", Unpack}};
   for (const luaL_Reg& f : kFunctions) {
     lua_pushcfunction(L, f.func);
     lua_setfield(L, -2, f.name);

@@ -254,9 +254,9 @@ int OpenSafeLibs(lua_State* L) {
               {"gsub", nullptr},
               {"find", Find},
               {"rep", Rep}});
-  static constexpr const char* kChargedString[] = {
-      "byte", "char", "format", "lower", "upper", "reverse", "sub", "pack", "unpack", "packsize",
-      nullptr};
+  static constexpr const char* kChargedString[] = {"byte",   "char",     "format", "lower",
+                                                   "upper",  "reverse",  "sub",    "pack",
+                                                   "unpack", "packsize", nullptr};
   ChargeByBytes(L, kChargedString);
   lua_pop(L, 1);
 

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <mutex>
 #include <lua.hpp>
+#include <mutex>
 #include <utility>
 
 #include "control/lua_safe_libs.h"

@@ -7,19 +7,19 @@
 // Cost: every Run() gets a fresh instruction budget, counted by a count hook;
 // C functions whose work the VM does not count (lua_safe_libs.h: sort,
 // concat, unpack, string and utf8 functions by the bytes they read and
-// write, ...) charge the same budget with Charge(). A wall-clock limit derived
-// from the budget catches what neither sees (one VM instruction comparing two
-// long strings): it is checked when work is charged, at hook events, and, so
-// that a long instruction between two hook events does not delay it, by a
-// watchdog thread that makes the next instruction fire the hook
-// (lua_watchdog.h): it signals the running thread with kInterruptSignal,
-// whose handler (installed once per process) calls lua_sethook there. A call is therefore stopped at most one VM instruction or
-// one charged step of C work after its time limit. The whole state may hold at most
-// PolicyLimits::memory_bytes: a counting allocator refuses beyond, which Lua
-// turns into a memory error. Exceeding a limit fails the call, never the
-// process, and the state stays usable for the next Run(). A script cannot
-// catch its way past the budget: once exceeded, every hook event raises the
-// error again until the call ends.
+// write, ...) charge the same budget with Charge(). A wall-clock limit
+// derived from the budget catches what neither sees (one VM instruction
+// comparing two long strings): it is checked when work is charged, at hook
+// events, and, so that a long instruction between two hook events does not
+// delay it, by a watchdog thread (lua_watchdog.h) that signals the running
+// thread with InterruptSignal(), whose handler (installed once per process)
+// makes the next instruction fire the hook. A call is therefore stopped at
+// most one VM instruction or one charged step of C work after its time
+// limit. The whole state may hold at most PolicyLimits::memory_bytes: a
+// counting allocator refuses beyond, which Lua turns into a memory error.
+// Exceeding a limit fails the call, never the process, and the state stays
+// usable for the next Run(). A script cannot catch its way past the budget:
+// once exceeded, every hook event raises the error again until the call ends.
 //
 // Errors: Run() turns every failure into InvalidArgument "name:line: message",
 // `name` being the chunk name and `line` the script line that was running:
@@ -128,7 +128,7 @@ class LuaSandbox {
   // The running call.
   uint64_t spent_ = 0;  // instructions executed and units charged
   std::chrono::steady_clock::time_point deadline_{};
-  int line_ = 0;        // the script line running (or last run)
+  int line_ = 0;          // the script line running (or last run)
   uint32_t lines_ = 0;    // line events, to pace the clock checks
   uint32_t charges_ = 0;  // Charge() calls, to pace the clock checks
   // Set by the watchdog once the running call is past its deadline.

@@ -42,8 +42,8 @@ class LuaWatchdog {
   const std::function<void()> on_expiry_;
   std::mutex mu_;
   std::condition_variable cv_;
-  bool armed_ = false;  // guarded by mu_
-  bool stop_ = false;   // guarded by mu_
+  bool armed_ = false;            // guarded by mu_
+  bool stop_ = false;             // guarded by mu_
   Clock::time_point deadline_{};  // guarded by mu_
   std::thread thread_;
 };

@@ -473,8 +473,7 @@ TEST(PolicyScriptTest, ChargedLibraryFunctionsWorkAsInLua) {
     return sync()
   )lua");
   ASSERT_NE(script, nullptr);
-  EXPECT_THAT(LoadError("table.sort({3, 'x', 1})").message(),
-              HasSubstr("attempt to compare"));
+  EXPECT_THAT(LoadError("table.sort({3, 'x', 1})").message(), HasSubstr("attempt to compare"));
   EXPECT_THAT(LoadError("table.concat({1, {}, 3})").message(),
               HasSubstr("invalid value (at index 2) in table for 'concat'"));
   EXPECT_THAT(LoadError("string.upper()").message(),
