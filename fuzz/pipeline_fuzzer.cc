@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "dataplane/policy_banks.h"
 #include "fuzz/fuzz_input.h"
 #include "fuzz/pipeline_actions.h"
 #include "fuzz/pipeline_oracle.h"
@@ -366,7 +367,8 @@ class Run {
           x = earliest + (eff & 7) - 2;
         auto change = pipeline_.SetPolicy(id, p, x, now_, &out);
         bool ok = jb.exists && p.quorum != 0 && !jb.t.swap_pending &&
-                  (!x || proto::ClockDiff(*x, earliest) >= 0);
+                  (!x || (proto::ClockDiff(*x, earliest) >= 0 &&
+                          proto::ClockDiff(*x, earliest) <= dataplane::kSwapHorizon));
         ORACLE_CHECK(oracle_, change.ok() == ok,
                      "SetPolicy(" + p.ToString() + ") " +
                          (change.ok() ? std::string("accepted") : change.status().message()));
