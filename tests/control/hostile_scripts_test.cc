@@ -11,6 +11,7 @@
 #include <string>
 
 #include "control/policy_script.h"
+#include "tests/control/policy_test_telemetry.h"
 
 namespace serene::control {
 namespace {
@@ -98,6 +99,32 @@ TEST_P(HostileScriptTest, IsStoppedWithinTwiceTheTimeLimit) {
                            "the call ran longer than 2\\.0 s|memory limit of 32 MiB exceeded).*"));
   EXPECT_LT(elapsed, 2 * kDefaultTimeLimit)
       << "stopped after " << std::chrono::duration<double>(elapsed).count() << " s";
+}
+
+// The controller's path: the same work in on_telemetry, every period. Each
+// call is stopped, and the next call runs again under a fresh limit.
+TEST(HostileOnTelemetryTest, EachCallIsStoppedWithinTwiceTheTimeLimit) {
+  auto script = PolicyScript::LoadString(
+      "local s = string.rep('x', 4 << 20)\n"
+      "function on_telemetry(t)\n"
+      "  local refs = {}\n"
+      "  for i = 1, 400000 do refs[i] = s end\n"
+      "  table.sort(refs)\n"
+      "end\n"
+      "return sync()\n",
+      "hostile.lua", {});
+  ASSERT_TRUE(script.ok()) << script.status().message();
+  const v1::JobTelemetry t = testing::MakeTelemetry(4);
+  for (int call = 0; call < 2; ++call) {
+    const auto start = std::chrono::steady_clock::now();
+    auto decision = (*script)->OnTelemetry(t);
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    ASSERT_FALSE(decision.ok());
+    EXPECT_THAT(decision.status().message(),
+                MatchesRegex("hostile\\.lua:5: (instruction budget of 10000000 exceeded|"
+                             "the call ran longer than 2\\.0 s).*"));
+    EXPECT_LT(elapsed, 2 * kDefaultTimeLimit);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Sandbox, HostileScriptTest, ::testing::ValuesIn(kScripts),

@@ -465,6 +465,7 @@ TEST(PolicyScriptTest, ChargedLibraryFunctionsWorkAsInLua) {
     assert(("abc"):upper() == "ABC" and ("ABC"):lower() == "abc" and ("abc"):reverse() == "cba")
     assert(("hello"):sub(2, 3) == "el" and ("A"):byte() == 65 and string.char(72, 105) == "Hi")
     assert(string.format("%d-%s", 4, "x") == "4-x" and string.format("%q", "a\0") == '"a\\0"')
+    assert(not pcall(string.format, "%0100d", 1), "widths have at most 2 digits")
     assert(string.unpack("<i4", string.pack("<i4", 7)) == 7 and string.packsize("i4") == 4)
     assert(utf8.char(233) == "é" and utf8.codepoint("é") == 233 and utf8.offset("aé", 2) == 2)
     local n = 0
