@@ -4,6 +4,10 @@
 // charged that work (docs/policies.md "The sandbox"). Each must now fail with
 // the budget, time or memory error within twice the time limit, under the
 // default limits that `serene-ctl policy set` and the controller use.
+//
+// Measured against the sandbox before these charges (2 s limit): the two
+// sorts, the concat, the compares and the format ran past 30 s (killed);
+// utf8.len stopped after 17 s, tonumber after 7.1 s.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
