@@ -29,10 +29,10 @@ Status CheckSwapHorizon(uint16_t job, uint32_t x, uint32_t earliest) {
   if (proto::ClockDiff(x, earliest) <= static_cast<int64_t>(kSwapHorizon)) return Status::Ok();
   return Status::InvalidArgument(
       "job " + std::to_string(job) + ": effective clock " + std::to_string(x) +
-      " is beyond the horizon: a change may take effect at most " +
-      std::to_string(kSwapHorizon) + " clocks after the next clock to be released (" +
-      std::to_string(earliest) + "), so use " + std::to_string(earliest) + ".." +
-      std::to_string(earliest + kSwapHorizon) + " (or omit it for as soon as possible)");
+      " is beyond the horizon: a change may take effect at most " + std::to_string(kSwapHorizon) +
+      " clocks after the next clock to be released (" + std::to_string(earliest) + "), so use " +
+      std::to_string(earliest) + ".." + std::to_string(earliest + kSwapHorizon) +
+      " (or omit it for as soon as possible)");
 }
 
 const PolicyBank& BankFor(const JobState& job, uint32_t clock) {
@@ -87,8 +87,8 @@ Result<PolicyChange> CancelPolicy(JobState& job, std::optional<uint32_t> epoch) 
                            next.params.ToString() + " from clock " +
                            std::to_string(job.swap_clock) + ")";
   if (epoch.has_value() && *epoch != next.epoch) {
-    return Status::InvalidArgument(jid + ": epoch " + std::to_string(*epoch) +
-                                   " is not pending; " + what + " is");
+    return Status::InvalidArgument(jid + ": epoch " + std::to_string(*epoch) + " is not pending; " +
+                                   what + " is");
   }
   const uint32_t judged = FirstJudgedByNewBank(job);
   if (judged != proto::kNoClock) {

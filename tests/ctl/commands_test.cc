@@ -153,12 +153,14 @@ TEST_F(CommandsTest, PolicyCancelWithdrawsAFarChangeAndTheHorizonRefusesAFarther
   EXPECT_EQ(out_.str(),
             "job 1: cancelled ssp:10 from clock 900000 (epoch 1); the rule in force stays\n");
   out_.str("");
-  EXPECT_EQ(CancelPolicy(*client_, {.job = 1, .epoch = std::nullopt, .json = true}, io()), kExitFailed);
+  EXPECT_EQ(CancelPolicy(*client_, {.job = 1, .epoch = std::nullopt, .json = true}, io()),
+            kExitFailed);
   EXPECT_THAT(err_.str(), HasSubstr("no policy change is pending"));
   set.policy = "async";
   ASSERT_EQ(SetPolicy(*client_, set, io()), kExitOk) << "nothing blocks the next change";
   out_.str("");
-  ASSERT_EQ(CancelPolicy(*client_, {.job = 1, .epoch = std::nullopt, .json = true}, io()), kExitOk) << err_.str();
+  ASSERT_EQ(CancelPolicy(*client_, {.job = 1, .epoch = std::nullopt, .json = true}, io()), kExitOk)
+      << err_.str();
   EXPECT_EQ(out_.str(),
             "{\"epoch\":2,\"effective_clock\":0,\"rule\":{\"window\":4294967295,\"quorum\":0,"
             "\"lag\":4294967295,\"text\":\"async\"}}\n");
