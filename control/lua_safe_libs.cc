@@ -117,7 +117,7 @@ int Rep(lua_State* L) {
   luaL_Buffer b;
   // Allocate first: a result beyond the memory limit fails as a memory error.
   char* p = luaL_buffinitsize(L, &b, total);
-  LuaSandbox::Charge(L, 1 + count / 16);
+  LuaSandbox::Charge(L, 1 + count / 16 + total / 64);
   for (uint64_t i = 1; i < count; ++i) {
     std::memcpy(p, s, size);
     p += size;
