@@ -4,6 +4,7 @@
 #include <string>
 
 #include "dataplane/consts.h"
+#include "dataplane/policy_banks.h"
 #include "net/address.h"
 
 namespace serene::bmv2 {
@@ -237,6 +238,14 @@ Result<control::TargetPolicyChange> Bmv2Target::SetPolicy(uint16_t job, const Ba
   if (!j.ok()) return j.status();
   const std::string jid = "job " + std::to_string(job);
   if (params.quorum == 0) return Status::InvalidArgument(jid + ": quorum must be at least 1");
+  if (effective_clock.has_value()) {
+    // Read before the kick: max_released only grows, so a clock within the
+    // horizon now is within it when the P4 program installs it.
+    auto t = Telemetry(job);
+    if (!t.ok()) return t.status();
+    const uint32_t earliest = t->max_released + 1;
+    if (Status s = dataplane::CheckSwapHorizon(job, *effective_clock, earliest); !s.ok()) return s;
+  }
   auto r = KickJob(*j, kKickPolicy, 0,
                    {params.window, params.quorum, params.lag, effective_clock.value_or(0),
                     effective_clock.has_value() ? 1u : 0u});
@@ -260,6 +269,16 @@ Result<control::TargetPolicyChange> Bmv2Target::SetPolicy(uint16_t job, const Ba
       return Status::Internal(jid + ": the P4 switch refused the policy kick (status " +
                               std::to_string(r->status) + ")");
   }
+}
+
+Result<dataplane::PolicyChange> Bmv2Target::CancelPolicyChange(uint16_t job,
+                                                               std::optional<uint32_t> /*epoch*/) {
+  auto j = Find(job);
+  if (!j.ok()) return j.status();
+  return Status::Unimplemented(
+      "job " + std::to_string(job) +
+      ": the BMv2 target cannot cancel a policy change (serene.p4 has no kick for it); wait "
+      "until it retires, or delete and re-create the job");
 }
 
 Result<control::TargetEviction> Bmv2Target::Evict(uint16_t job, uint16_t rank) {

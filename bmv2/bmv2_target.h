@@ -54,6 +54,10 @@ class Bmv2Target final : public control::SwitchTarget {
   Result<control::TargetPolicyChange> SetPolicy(uint16_t job,
                                                 const dataplane::BarrierParams& params,
                                                 std::optional<uint32_t> effective_clock) override;
+  // Unimplemented: the P4 program has no kick to withdraw a change, and a
+  // cancel must be atomic with the CLOCKs the data plane judges.
+  Result<dataplane::PolicyChange> CancelPolicyChange(uint16_t job,
+                                                     std::optional<uint32_t> epoch) override;
   Result<control::TargetEviction> Evict(uint16_t job, uint16_t rank) override;
   Result<uint32_t> Finish(uint16_t job) override;
   dataplane::Timestamp Now() const override;

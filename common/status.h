@@ -16,7 +16,7 @@ class Status {
  public:
   enum class Code { kOk = 0, kInvalidArgument, kNotFound, kAlreadyExists, kFailedPrecondition,
                     kUnavailable, kDeadlineExceeded, kIoError, kInternal, kUnauthenticated,
-                    kResourceExhausted };
+                    kResourceExhausted, kUnimplemented };
 
   Status() = default;  // ok
   static Status Ok() { return Status(); }
@@ -37,6 +37,11 @@ class Status {
   }
   static Status ResourceExhausted(std::string msg) {
     return Status(Code::kResourceExhausted, std::move(msg));
+  }
+  // The operation exists but this implementation (e.g. a switch target)
+  // does not provide it.
+  static Status Unimplemented(std::string msg) {
+    return Status(Code::kUnimplemented, std::move(msg));
   }
 
   bool ok() const { return code_ == Code::kOk; }

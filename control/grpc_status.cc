@@ -17,6 +17,7 @@ grpc::Status ToGrpcStatus(const Status& s) {
     case C::kInternal: code = grpc::StatusCode::INTERNAL; break;
     case C::kUnauthenticated: code = grpc::StatusCode::UNAUTHENTICATED; break;
     case C::kResourceExhausted: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
+    case C::kUnimplemented: code = grpc::StatusCode::UNIMPLEMENTED; break;
   }
   return grpc::Status(code, s.message());
 }
@@ -31,6 +32,7 @@ Status FromGrpcStatus(const grpc::Status& s, const std::string& address) {
     case grpc::StatusCode::FAILED_PRECONDITION: return Status::FailedPrecondition(msg);
     case grpc::StatusCode::UNAUTHENTICATED: return Status::Unauthenticated(msg);
     case grpc::StatusCode::RESOURCE_EXHAUSTED: return Status::ResourceExhausted(msg);
+    case grpc::StatusCode::UNIMPLEMENTED: return Status::Unimplemented(msg);
     case grpc::StatusCode::UNAVAILABLE:
       return Status::Unavailable("cannot reach the switch's runtime API at " + address + " (" +
                                  msg + "); is serene-switch running with --control " + address +

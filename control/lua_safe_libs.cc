@@ -6,6 +6,7 @@
 #include <lua.hpp>
 #include <string_view>
 
+#include "control/lua_charged_functions.h"
 #include "control/lua_sandbox.h"
 
 // The replacements below keep the semantics of Lua 5.4's lbaselib.c,
@@ -116,7 +117,7 @@ int Rep(lua_State* L) {
   luaL_Buffer b;
   // Allocate first: a result beyond the memory limit fails as a memory error.
   char* p = luaL_buffinitsize(L, &b, total);
-  LuaSandbox::Charge(L, 1 + count / 16);
+  LuaSandbox::Charge(L, 1 + count / 16 + total / 64);
   for (uint64_t i = 1; i < count; ++i) {
     std::memcpy(p, s, size);
     p += size;
@@ -233,6 +234,8 @@ int OpenSafeLibs(lua_State* L) {
   }
 
   lua_pushglobaltable(L);
+  static constexpr const char* kChargedBase[] = {"tonumber", nullptr};
+  ChargeByBytes(L, kChargedBase);
   Replace(L, {{"dofile", nullptr},
               {"loadfile", nullptr},
               {"load", nullptr},
@@ -251,10 +254,23 @@ int OpenSafeLibs(lua_State* L) {
               {"gsub", nullptr},
               {"find", Find},
               {"rep", Rep}});
+  static constexpr const char* kChargedString[] = {"byte",   "char",     "format", "lower",
+                                                   "upper",  "reverse",  "sub",    "pack",
+                                                   "unpack", "packsize", nullptr};
+  ChargeByBytes(L, kChargedString);
   lua_pop(L, 1);
 
   lua_getglobal(L, LUA_TABLIBNAME);
   Replace(L, {{"insert", Insert}, {"remove", Remove}, {"move", Move}});
+  ReplaceTableFunctions(L);
+  static constexpr const char* kChargedTable[] = {"pack", nullptr};
+  ChargeByBytes(L, kChargedTable);
+  lua_pop(L, 1);
+
+  lua_getglobal(L, LUA_UTF8LIBNAME);
+  static constexpr const char* kChargedUtf8[] = {"char", "codepoint", "len", "offset", nullptr};
+  ChargeByBytes(L, kChargedUtf8);
+  ChargeUtf8CodesIterator(L);
   lua_pop(L, 1);
   return 0;
 }

@@ -1,11 +1,14 @@
 #include "control/lua_sandbox.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <lua.hpp>
+#include <mutex>
 #include <utility>
 
 #include "control/lua_safe_libs.h"
@@ -25,6 +28,27 @@ constexpr int kHookPeriod = 1000;
 
 // Line events between two looks at the clock (count events always look).
 constexpr uint32_t kLinesPerClockCheck = 16;
+
+// Charges between two looks at the clock, unless one charge is this large:
+// small charges (one comparison of a sort) cost less than a clock read.
+constexpr uint32_t kChargesPerClockCheck = 64;
+constexpr uint64_t kUnitsForAClockCheck = 1024;
+
+constexpr int kHookMask = LUA_MASKLINE | LUA_MASKCOUNT | LUA_MASKRET;
+
+// The sandbox whose call runs on this thread (read by the signal handler).
+thread_local LuaSandbox* running_sandbox = nullptr;
+
+void InstallInterruptHandler(void (*handler)(int)) {
+  static std::once_flag once;
+  std::call_once(once, [handler] {
+    struct sigaction action = {};
+    action.sa_handler = handler;
+    action.sa_flags = SA_RESTART;  // a late signal must not fail a system call
+    sigemptyset(&action.sa_mask);
+    sigaction(LuaSandbox::InterruptSignal(), &action, nullptr);
+  });
+}
 
 // The wall-clock limit is the budget at this pessimistic cost per
 // instruction (a VM instruction takes ~5-20 ns), but at least kMinTimeLimit:
@@ -77,9 +101,9 @@ Result<std::unique_ptr<LuaSandbox>> LuaSandbox::Create(std::string name,
                                    " is too small for a Lua state");
   }
   sandbox->state_ = L;
+  InstallInterruptHandler(&LuaSandbox::OnInterruptSignal);
   *static_cast<LuaSandbox**>(lua_getextraspace(L)) = sandbox.get();
   lua_atpanic(L, &Panic);
-  lua_sethook(L, &Hook, LUA_MASKLINE | LUA_MASKCOUNT | LUA_MASKRET, sandbox->hook_period_);
   Status s = sandbox->Run(&OpenSafeLibs, nullptr);
   if (!s.ok()) {
     return Status::InvalidArgument(sandbox->name_ + ": cannot open the Lua libraries within " +
@@ -104,10 +128,20 @@ Status LuaSandbox::Run(Body body, void* arg) {
   refused_ = 0;
   fatal_[0] = '\0';
   line_ = 0;
+  charges_ = 0;
+  // Also undoes the watchdog's count of 1 if it fired in the last call.
+  expired_.store(false, std::memory_order_relaxed);
+  lua_sethook(L, &Hook, kHookMask, hook_period_);
   deadline_ = Clock::now() + time_limit_;
+  run_thread_ = pthread_self();
+  run_generation_.fetch_add(1);
+  running_sandbox = this;
+  watchdog_.Arm(deadline_);
   lua_pushcfunction(L, body);
   lua_pushlightuserdata(L, arg);
   const int rc = lua_pcall(L, 1, 0, 0);
+  running_sandbox = nullptr;
+  watchdog_.Disarm();
   Status status;
   if (rc != LUA_OK || fatal_[0] != '\0') status = Status::InvalidArgument(ErrorMessage(rc));
   lua_settop(L, 0);
@@ -144,7 +178,29 @@ void LuaSandbox::Charge(lua_State* L, uint64_t units) {
   sandbox.spent_ = units > std::numeric_limits<uint64_t>::max() - sandbox.spent_
                        ? std::numeric_limits<uint64_t>::max()
                        : sandbox.spent_ + units;
-  sandbox.CheckLimits(L);
+  const bool read_clock =
+      units >= kUnitsForAClockCheck || ++sandbox.charges_ % kChargesPerClockCheck == 0;
+  sandbox.CheckLimits(L, read_clock);
+}
+
+int LuaSandbox::InterruptSignal() { return SIGRTMIN + 5; }
+
+void LuaSandbox::Expire() {
+  expired_.store(true, std::memory_order_relaxed);
+  interrupt_generation_.store(run_generation_.load());
+  pthread_kill(run_thread_, InterruptSignal());
+}
+
+void LuaSandbox::OnInterruptSignal(int /*signal*/) {
+  LuaSandbox* sandbox = running_sandbox;
+  if (sandbox != nullptr) sandbox->Interrupt();
+}
+
+void LuaSandbox::Interrupt() {
+  if (interrupt_generation_.load() != run_generation_.load()) return;
+  // Same thread as the state, between two of its instructions or inside a C
+  // function: Lua allows lua_sethook there (lua.c's Ctrl-C does the same).
+  lua_sethook(state_, &Hook, kHookMask, 1);
 }
 
 void* LuaSandbox::Allocate(void* ud, void* ptr, size_t osize, size_t nsize) {
@@ -179,10 +235,16 @@ void LuaSandbox::Hook(lua_State* L, lua_Debug* ar) {
       // The clock costs ~20 ns: read it every kLinesPerClockCheck lines, so
       // a tight one-line loop is not slowed, and one heavy line (a long
       // string compare) still overshoots the time limit by little.
-      if (sandbox.fatal_[0] == '\0' && ++sandbox.lines_ % kLinesPerClockCheck != 0) return;
+      if (sandbox.fatal_[0] == '\0' && !sandbox.expired_.load(std::memory_order_relaxed) &&
+          ++sandbox.lines_ % kLinesPerClockCheck != 0) {
+        return;
+      }
       break;
     case LUA_HOOKCOUNT:
-      sandbox.spent_ += static_cast<uint64_t>(sandbox.hook_period_);
+      // After the watchdog fired, count events come every instruction.
+      if (!sandbox.expired_.load(std::memory_order_relaxed)) {
+        sandbox.spent_ += static_cast<uint64_t>(sandbox.hook_period_);
+      }
       if (lua_getinfo(L, "l", ar) != 0 && ar->currentline > 0) sandbox.line_ = ar->currentline;
       break;
     case LUA_HOOKRET: {
@@ -196,6 +258,10 @@ void LuaSandbox::Hook(lua_State* L, lua_Debug* ar) {
           break;
         }
       }
+      // A C function that calls other C functions in a loop (table.concat
+      // through an __index that is a C function) runs no instruction: its
+      // callees' returns are where it can be stopped.
+      if (sandbox.expired_.load(std::memory_order_relaxed)) break;
       return;
     }
     default:
@@ -204,14 +270,15 @@ void LuaSandbox::Hook(lua_State* L, lua_Debug* ar) {
   sandbox.CheckLimits(L);
 }
 
-void LuaSandbox::CheckLimits(lua_State* L) {
+void LuaSandbox::CheckLimits(lua_State* L, bool read_clock) {
   if (fatal_[0] == '\0') {
     const int line = line_ > 0 ? line_ : 1;
     if (spent_ > limits_.instructions) {
       std::snprintf(fatal_, sizeof(fatal_),
                     "%s:%d: instruction budget of %llu exceeded (an endless loop?)", name_.c_str(),
                     line, static_cast<unsigned long long>(limits_.instructions));
-    } else if (Clock::now() > deadline_) {
+    } else if (expired_.load(std::memory_order_relaxed) ||
+               (read_clock && Clock::now() > deadline_)) {
       std::snprintf(fatal_, sizeof(fatal_),
                     "%s:%d: the call ran longer than %.1f s, the time limit that goes with an "
                     "instruction budget of %llu (string or table work over much data?)",

@@ -5,15 +5,21 @@
 // processes, environment, modules, bytecode or debug interface.
 //
 // Cost: every Run() gets a fresh instruction budget, counted by a count hook;
-// C functions whose work the VM does not count (string.rep, string.find,
-// table.insert/remove/move) charge the same budget with Charge(). A wall-clock
-// limit derived from the budget catches what neither sees (one VM instruction
-// comparing two long strings). The whole state may hold at most
-// PolicyLimits::memory_bytes: a counting allocator refuses beyond, which Lua
-// turns into a memory error. Exceeding a limit fails the call, never the
-// process, and the state stays usable for the next Run(). A script cannot
-// catch its way past the budget: once exceeded, every hook event raises the
-// error again until the call ends.
+// C functions whose work the VM does not count (lua_safe_libs.h: sort,
+// concat, unpack, string and utf8 functions by the bytes they read and
+// write, ...) charge the same budget with Charge(). A wall-clock limit
+// derived from the budget catches what neither sees (one VM instruction
+// comparing two long strings): it is checked when work is charged, at hook
+// events, and, so that a long instruction between two hook events does not
+// delay it, by a watchdog thread (lua_watchdog.h) that signals the running
+// thread with InterruptSignal(), whose handler (installed once per process)
+// makes the next instruction fire the hook. A call is therefore stopped at
+// most one VM instruction or one charged step of C work after its time
+// limit. The whole state may hold at most PolicyLimits::memory_bytes: a
+// counting allocator refuses beyond, which Lua turns into a memory error.
+// Exceeding a limit fails the call, never the process, and the state stays
+// usable for the next Run(). A script cannot catch its way past the budget:
+// once exceeded, every hook event raises the error again until the call ends.
 //
 // Errors: Run() turns every failure into InvalidArgument "name:line: message",
 // `name` being the chunk name and `line` the script line that was running:
@@ -23,6 +29,9 @@
 // Not thread-safe: one sandbox per thread.
 #pragma once
 
+#include <pthread.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +39,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "control/lua_watchdog.h"
 #include "control/policy_script.h"
 
 struct lua_State;
@@ -39,6 +49,10 @@ namespace serene::control {
 
 class LuaSandbox {
  public:
+  // The signal the watchdog interrupts a call with; its handler touches only
+  // the sandbox running on the signalled thread, if any.
+  static int InterruptSignal();
+
   // A protected body for Run(): it finds its argument as a light userdata at
   // stack index 1 and may raise Lua errors.
   using Body = int (*)(lua_State* L);
@@ -87,8 +101,15 @@ class LuaSandbox {
   static void* Allocate(void* ud, void* ptr, size_t osize, size_t nsize);
   static void Hook(lua_State* L, lua_Debug* ar);
   static int Panic(lua_State* L);
-  // Raises the budget or time error if the running call is over a limit.
-  void CheckLimits(lua_State* L);
+  // Raises the budget or time error if the running call is over a limit;
+  // reads the clock only if `read_clock` (the watchdog's flag always counts).
+  void CheckLimits(lua_State* L, bool read_clock = true);
+  // On the watchdog's thread: the running call is past its deadline.
+  void Expire();
+  // In the signal handler, on the thread running the call: if the signal
+  // is for this call, make the next instruction fire the count hook.
+  void Interrupt();
+  static void OnInterruptSignal(int signal);
   // The error message of a failed call, with the position added if missing.
   std::string ErrorMessage(int rc) const;
   bool HasPosition(const char* message) const;
@@ -107,11 +128,22 @@ class LuaSandbox {
   // The running call.
   uint64_t spent_ = 0;  // instructions executed and units charged
   std::chrono::steady_clock::time_point deadline_{};
-  int line_ = 0;        // the script line running (or last run)
-  uint32_t lines_ = 0;  // line events, to pace the clock checks
+  int line_ = 0;          // the script line running (or last run)
+  uint32_t lines_ = 0;    // line events, to pace the clock checks
+  uint32_t charges_ = 0;  // Charge() calls, to pace the clock checks
+  // Set by the watchdog once the running call is past its deadline.
+  std::atomic<bool> expired_{false};
+  // The thread running calls, the running call's number, and the number of
+  // the call the watchdog signalled (a late signal must not touch the next).
+  pthread_t run_thread_{};
+  std::atomic<uint64_t> run_generation_{0};
+  std::atomic<uint64_t> interrupt_generation_{0};
   // The budget or time error once raised, re-raised by every later hook
   // event of the call; "" while within limits.
   char fatal_[256] = "";
+
+  // Last: its thread calls Expire(), which uses the members above.
+  LuaWatchdog watchdog_{[this] { Expire(); }};
 };
 
 }  // namespace serene::control

@@ -35,6 +35,14 @@ Result<TargetPolicyChange> PipelineTarget::SetPolicy(uint16_t job,
   return TargetPolicyChange{*change, Emit(out)};
 }
 
+Result<dataplane::PolicyChange> PipelineTarget::CancelPolicyChange(uint16_t job,
+                                                                   std::optional<uint32_t> epoch) {
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  auto cancelled = pipeline_->CancelPolicyChange(job, epoch, now_(), &out);
+  Emit(out);  // nothing in practice: every waiting rank was judged by the rule in force
+  return cancelled;
+}
+
 Result<TargetEviction> PipelineTarget::Evict(uint16_t job, uint16_t rank) {
   dataplane::Output out = dataplane::Output::ForBatch(1);
   TargetEviction eviction;

@@ -29,6 +29,8 @@ class PipelineTarget final : public SwitchTarget {
   Status DeleteJob(uint16_t job) override;
   Result<TargetPolicyChange> SetPolicy(uint16_t job, const dataplane::BarrierParams& params,
                                        std::optional<uint32_t> effective_clock) override;
+  Result<dataplane::PolicyChange> CancelPolicyChange(uint16_t job,
+                                                     std::optional<uint32_t> epoch) override;
   Result<TargetEviction> Evict(uint16_t job, uint16_t rank) override;
   Result<uint32_t> Finish(uint16_t job) override;
   dataplane::Timestamp Now() const override { return now_(); }

@@ -4,8 +4,10 @@
 # and PolicyScript on top.
 add_library(serene_policy
   lua_rules.cc
+  lua_charged_functions.cc
   lua_safe_libs.cc
   lua_sandbox.cc
+  lua_watchdog.cc
   lua_telemetry.cc
   policy_script.cc)
 target_link_libraries(serene_policy

@@ -189,6 +189,8 @@ int LuaPolicyScript::Log(lua_State* L) {
   luaL_pushresult(&b);
   size_t size = 0;
   const char* line = lua_tolstring(L, -1, &size);
+  // Joining long strings is work in C, like string.format's (per 64 bytes).
+  LuaSandbox::Charge(L, 1 + size / 64);
   if (size > kMaxLogLineBytes) {
     self->log_.emplace_back(line, kMaxLogLineBytes);
     self->log_.back() += "...";

@@ -122,6 +122,14 @@ Result<v1::SetPolicyResponse> RuntimeClient::SetPolicy(uint32_t job, const v1::R
   return Call<v1::SetPolicyResponse>(&v1::Runtime::Stub::SetPolicy, req);
 }
 
+Result<v1::CancelPolicyChangeResponse> RuntimeClient::CancelPolicyChange(
+    uint32_t job, std::optional<uint32_t> epoch) {
+  v1::CancelPolicyChangeRequest req;
+  req.set_job(job);
+  if (epoch) req.set_epoch(*epoch);
+  return Call<v1::CancelPolicyChangeResponse>(&v1::Runtime::Stub::CancelPolicyChange, req);
+}
+
 Result<v1::EvictResponse> RuntimeClient::Evict(uint32_t job, uint32_t rank) {
   v1::EvictRequest req;
   req.set_job(job);

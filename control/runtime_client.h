@@ -58,6 +58,8 @@ class RuntimeClient {
   Result<v1::PolicyState> GetPolicy(uint32_t job);
   Result<v1::SetPolicyResponse> SetPolicy(uint32_t job, const v1::Rule& rule,
                                           std::optional<uint32_t> effective_clock);
+  Result<v1::CancelPolicyChangeResponse> CancelPolicyChange(uint32_t job,
+                                                            std::optional<uint32_t> epoch);
   Result<v1::EvictResponse> Evict(uint32_t job, uint32_t rank);
   Result<v1::FinishResponse> Finish(uint32_t job);
   Result<v1::JobTelemetry> GetTelemetry(uint32_t job);

@@ -188,6 +188,27 @@ grpc::Status RuntimeService::SetPolicy(grpc::ServerContext* ctx, const v1::SetPo
   return grpc::Status::OK;
 }
 
+grpc::Status RuntimeService::CancelPolicyChange(grpc::ServerContext* ctx,
+                                                const v1::CancelPolicyChangeRequest* req,
+                                                v1::CancelPolicyChangeResponse* resp) {
+  if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
+  uint16_t job = 0;
+  if (Status s = JobId(req->job(), &job); !s.ok()) return Fail(s);
+  // The rule is read first: once cancelled, the idle bank is no longer shown.
+  auto t = target_->Telemetry(job);
+  if (!t.ok()) return Fail(t.status());
+  std::optional<uint32_t> epoch;
+  if (req->has_epoch()) epoch = req->epoch();
+  auto cancelled = target_->CancelPolicyChange(job, epoch);
+  if (!cancelled.ok()) return Fail(cancelled.status());
+  resp->set_epoch(cancelled->epoch);
+  resp->set_effective_clock(cancelled->effective_clock);
+  if (t->swap_pending && t->next_epoch == cancelled->epoch) {
+    *resp->mutable_rule() = RuleToProto(t->next);
+  }
+  return grpc::Status::OK;
+}
+
 grpc::Status RuntimeService::Evict(grpc::ServerContext* ctx, const v1::EvictRequest* req,
                                    v1::EvictResponse* resp) {
   if (grpc::Status a = Admit(*ctx); !a.ok()) return a;

@@ -59,6 +59,9 @@ class RuntimeService final : public v1::Runtime::Service {
                          v1::PolicyState* resp) override;
   grpc::Status SetPolicy(grpc::ServerContext* ctx, const v1::SetPolicyRequest* req,
                          v1::SetPolicyResponse* resp) override;
+  grpc::Status CancelPolicyChange(grpc::ServerContext* ctx,
+                                  const v1::CancelPolicyChangeRequest* req,
+                                  v1::CancelPolicyChangeResponse* resp) override;
   grpc::Status Evict(grpc::ServerContext* ctx, const v1::EvictRequest* req,
                      v1::EvictResponse* resp) override;
   grpc::Status Finish(grpc::ServerContext* ctx, const v1::FinishRequest* req,

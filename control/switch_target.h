@@ -50,6 +50,12 @@ class SwitchTarget {
   // with c >= effective_clock (nullopt: as soon as possible).
   virtual Result<TargetPolicyChange> SetPolicy(uint16_t job, const dataplane::BarrierParams& params,
                                                std::optional<uint32_t> effective_clock) = 0;
+  // Withdraws the pending change if no rank has completed its effective
+  // clock (dataplane/policy_banks.h); `epoch`, if given, must be its epoch.
+  // Returns the withdrawn change. Unimplemented on a target that cannot do
+  // it atomically with respect to CLOCKs.
+  virtual Result<dataplane::PolicyChange> CancelPolicyChange(uint16_t job,
+                                                             std::optional<uint32_t> epoch) = 0;
   virtual Result<TargetEviction> Evict(uint16_t job, uint16_t rank) = 0;
   // Ends the job; returns how many waiting ranks were released (FINISHED).
   virtual Result<uint32_t> Finish(uint16_t job) = 0;

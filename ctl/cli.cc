@@ -217,6 +217,18 @@ void CommandLine::AddPolicyCommands(CLI::App* app) {
   Add(s, false, [set](RuntimeClient& client, Io io, Interrupt*, bool) {
     return SetPolicy(client, *set, io);
   });
+
+  auto cancel = std::make_shared<PolicyCancelOptions>();
+  CLI::App* c = policy->add_subcommand(
+      "cancel", "Withdraw the pending change, while no rank has reached its effective clock");
+  AddJob(c, &cancel->job);
+  c->add_option_function<uint32_t>(
+      "--epoch", [cancel](const uint32_t& epoch) { cancel->epoch = epoch; },
+      "Cancel only this pending epoch (as policy get shows it)");
+  AddJson(c, &cancel->json);
+  Add(c, false, [cancel](RuntimeClient& client, Io io, Interrupt*, bool) {
+    return CancelPolicy(client, *cancel, io);
+  });
 }
 
 void CommandLine::AddTelemetryCommands(CLI::App* app) {

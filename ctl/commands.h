@@ -75,6 +75,14 @@ struct PolicySetOptions {
 // `policy set JOB SPEC|FILE.lua`: the new epoch and its effective clock.
 int SetPolicy(RuntimeClient& client, const PolicySetOptions& options, Io io);
 
+struct PolicyCancelOptions {
+  uint32_t job = 0;
+  std::optional<uint32_t> epoch;  // --epoch: only this pending change
+  bool json = false;
+};
+// `policy cancel JOB`: withdraws the pending change, if no rank reached it.
+int CancelPolicy(RuntimeClient& client, const PolicyCancelOptions& options, Io io);
+
 // ------------------------------------------------------------------ telemetry
 
 // `telemetry JOB`: job summary lines and a table per rank (or JobTelemetry as JSON).

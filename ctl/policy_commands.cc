@@ -1,4 +1,4 @@
-// The policy subcommands: policy get, policy set.
+// The policy subcommands: policy get, policy set, policy cancel.
 #include <fmt/format.h>
 
 #include "ctl/commands.h"
@@ -45,6 +45,19 @@ int SetPolicy(RuntimeClient& client, const PolicySetOptions& options, Io io) {
       "released at once\n",
       options.job, rule, policy->source == rule ? "" : " (" + policy->source + ")", r->epoch(),
       r->effective_clock(), r->released());
+  return kExitOk;
+}
+
+int CancelPolicy(RuntimeClient& client, const PolicyCancelOptions& options, Io io) {
+  auto r = client.CancelPolicyChange(options.job, options.epoch);
+  if (!r.ok()) return Failed(r.status(), io);
+  if (options.json) {
+    io.out << ToJson(*r) << '\n';
+    return kExitOk;
+  }
+  io.out << fmt::format("job {}: cancelled {} from clock {} (epoch {}); the rule in force stays\n",
+                        options.job, r->has_rule() ? RuleText(r->rule()) : "the change",
+                        r->effective_clock(), r->epoch());
   return kExitOk;
 }
 

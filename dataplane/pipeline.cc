@@ -183,6 +183,18 @@ Result<PolicyChange> Pipeline::SetPolicy(uint16_t job, const BarrierParams& para
   return change;
 }
 
+Result<PolicyChange> Pipeline::CancelPolicyChange(uint16_t job, std::optional<uint32_t> epoch,
+                                                  Timestamp now, Output* out) {
+  std::shared_ptr<JobState> j = Find(job);
+  if (j == nullptr) return NoJob(job);
+  std::lock_guard lock(j->mu);
+  Result<PolicyChange> cancelled = CancelPolicy(*j, epoch);
+  if (!cancelled.ok()) return cancelled;
+  // Rebuilds the barrier index, which a pending change invalidates.
+  ReleaseEligible(*j, now, out);
+  return cancelled;
+}
+
 Status Pipeline::Evict(uint16_t job, uint16_t worker, Timestamp now, Output* out,
                        bool* was_live) {
   std::shared_ptr<JobState> j = Find(job);

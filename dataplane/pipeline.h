@@ -121,12 +121,21 @@ class Pipeline {
 
   // Installs `params` in the idle policy bank, effective for CLOCK(c) with
   // c >= effective_clock (nullopt: as soon as possible, the clock after the
-  // highest already released). Fails if a previous change has not retired yet
-  // or effective_clock <= a clock already released. Waiting ranks that the
+  // highest already released). Fails if a previous change has not retired yet,
+  // effective_clock <= a clock already released, or it is beyond the horizon
+  // (policy_banks.h, kSwapHorizon). Waiting ranks that the
   // change makes eligible are released into `out`.
   Result<PolicyChange> SetPolicy(uint16_t job, const BarrierParams& params,
                                  std::optional<uint32_t> effective_clock, Timestamp now,
                                  Output* out);
+
+  // Withdraws the pending policy change (policy_banks.h, CancelPolicy): only
+  // while no rank has completed its effective clock. `epoch`, if given, must
+  // be the pending change's. Returns the withdrawn change; the rule in force
+  // keeps judging every clock. Releases nobody (every waiting rank was judged
+  // by the rule in force), but `out` gets whatever becomes eligible.
+  Result<PolicyChange> CancelPolicyChange(uint16_t job, std::optional<uint32_t> epoch,
+                                          Timestamp now, Output* out);
 
   // Removes a rank from the barrier (it stopped sending). It may JOIN again and
   // resumes from the switch's model. Ranks the eviction unblocks are released.

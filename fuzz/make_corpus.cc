@@ -128,6 +128,21 @@ void PipelineSeeds(const std::filesystem::path& dir) {
     rounds(w, 2);
     Write(dir, "hot_swap", w.bytes());
   }
+  {  // A change ahead (SetPolicy at earliest + 5), cancelled with a wrong
+     // epoch, then with the right one; a second change, then steps and a
+     // cancel without an epoch. (fuzz/corpus/pipeline/policy_cancel_reached.bin,
+     // found by the fuzzer, is a cancel refused because a rank reached it.)
+    ActionWriter w = start(0);
+    w.Step(0, 1).Step(1, 1).Step(2, 1);
+    w.Act(Action::kSetPolicy).U8(3).U8(0x80 + 7);
+    w.Act(Action::kSetPolicy).U8(0xE0).U8(0x81);
+    w.Act(Action::kSetPolicy).U8(0xE0).U8(0x80);
+    w.Act(Action::kSetPolicy).U8(1).U8(0x80 + 3);
+    w.Step(0, 2).Step(0, 3);
+    w.Act(Action::kSetPolicy).U8(0xE0).U8(0);
+    rounds(w, 2);
+    Write(dir, "policy_cancel", w.bytes());
+  }
   {  // Evict a rank mid-clock, run without it, rejoin (from a new address too).
     ActionWriter w = start(0);
     w.Step(0, 1).Act(Action::kEvict).U8(2);

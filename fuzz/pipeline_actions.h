@@ -22,7 +22,10 @@
 //   kGarbage             u8 length, that many bytes   (a raw datagram)
 //   kMutate              like kRawOp, then u8 position, u8 xor (0: truncate there)
 //   kAdvance             u16 d: now += d·100 µs; d >= 0xF000: now -= (d & 0xFFF) ms
-//   kSetPolicy           policy, effective            (see SelectEffective)
+//   kSetPolicy           policy, effective            (see SelectEffective);
+//                        policy 0xE0..0xEF: CancelPolicyChange instead, with
+//                        the pending epoch (effective >= 0x80: odd = a wrong
+//                        one) or none
 //   kEvict               rank
 //   kEvictIfSilent       rank, u8 silence in 10 ms
 //   kFinish              —

@@ -10,6 +10,7 @@
 #include <optional>
 #include <vector>
 
+#include "dataplane/policy_banks.h"
 #include "fuzz/fuzz_input.h"
 #include "fuzz/pipeline_actions.h"
 #include "fuzz/pipeline_oracle.h"
@@ -277,6 +278,37 @@ class Run {
     }
   }
 
+  // CancelPolicyChange: succeeds iff a change is pending, the epoch (given
+  // when eff >= 0x80, sometimes a wrong one) is its epoch, and no rank has
+  // completed its swap clock nor been released from it (policy_banks.h).
+  void DoCancel(size_t slot, const JobSnapshot& jb, uint8_t eff, Output* out) {
+    const uint16_t id = kJobs[slot].id;
+    std::optional<uint32_t> epoch;
+    if (eff >= 0x80 && jb.exists) epoch = jb.t.next_epoch + (eff & 1);
+    auto cancelled = pipeline_.CancelPolicyChange(id, epoch, now_, out);
+    bool reached = false;
+    if (jb.exists && jb.t.swap_pending) {
+      auto at_or_after = [&](uint32_t c) {
+        return c != proto::kNoClock && proto::ClockDiff(c, jb.t.swap_clock) >= 0;
+      };
+      reached = at_or_after(jb.t.max_released);
+      for (const auto& w : jb.t.workers) reached = reached || at_or_after(w.done);
+    }
+    const bool ok =
+        jb.exists && jb.t.swap_pending && (!epoch || *epoch == jb.t.next_epoch) && !reached;
+    ORACLE_CHECK(oracle_, cancelled.ok() == ok,
+                 std::string("CancelPolicyChange ") +
+                     (cancelled.ok() ? std::string("accepted") : cancelled.status().message()));
+    if (ok) {
+      ORACLE_CHECK(
+          oracle_,
+          cancelled->epoch == jb.t.next_epoch && cancelled->effective_clock == jb.t.swap_clock,
+          "CancelPolicyChange returns the pending change");
+      ORACLE_CHECK(oracle_, out->size() == 0, "CancelPolicyChange released nobody");
+      oracle_.PolicyCancelled(slot, cancelled->epoch);
+    }
+  }
+
   void DoRequest(Action a, size_t slot, const Snapshot& before) {
     const uint8_t rank_byte = in_.U8();
     const uint16_t worker = RankOf(rank_byte, slot);
@@ -353,6 +385,10 @@ class Run {
     switch (a) {
       case Action::kSetPolicy: {
         const uint8_t sel = in_.U8(), eff = in_.U8();
+        if (sel >= 0xE0 && sel < 0xF0) {  // CancelPolicyChange
+          DoCancel(slot, jb, eff, &out);
+          break;
+        }
         dataplane::BarrierParams p = PolicyOf(sel);
         if (sel >= 0xF0) {  // a raw rule; quorum 0 is invalid
           auto bound = [](uint8_t b) { return b == 0xFF ? 0xFFFFFFFFu : uint32_t{b}; };
@@ -366,7 +402,8 @@ class Run {
           x = earliest + (eff & 7) - 2;
         auto change = pipeline_.SetPolicy(id, p, x, now_, &out);
         bool ok = jb.exists && p.quorum != 0 && !jb.t.swap_pending &&
-                  (!x || proto::ClockDiff(*x, earliest) >= 0);
+                  (!x || (proto::ClockDiff(*x, earliest) >= 0 &&
+                          proto::ClockDiff(*x, earliest) <= dataplane::kSwapHorizon));
         ORACLE_CHECK(oracle_, change.ok() == ok,
                      "SetPolicy(" + p.ToString() + ") " +
                          (change.ok() ? std::string("accepted") : change.status().message()));

@@ -156,6 +156,10 @@ void Oracle::PolicyInstalled(size_t slot, uint32_t epoch, const dataplane::Barri
   j.params_of_epoch[epoch] = params;
 }
 
+void Oracle::PolicyCancelled(size_t slot, uint32_t epoch) {
+  jobs_[slot].params_of_epoch.erase(epoch);
+}
+
 std::vector<Emitted> Oracle::DecodeAll(const dataplane::Output& out) const {
   std::vector<Emitted> all;
   for (size_t i = 0; i < out.size(); ++i) {

@@ -87,6 +87,9 @@ class Oracle {
   void Created(size_t slot, const dataplane::JobConfig& config);
   void Deleted(size_t slot);
   void PolicyInstalled(size_t slot, uint32_t epoch, const dataplane::BarrierParams& params);
+  // The change installed as `epoch` was withdrawn: a RELEASE with that epoch
+  // is from then on an unknown epoch.
+  void PolicyCancelled(size_t slot, uint32_t epoch);
 
   // After Process(datagram, src) returned `r` and wrote `out`.
   void AfterPacket(const Snapshot& before, const Snapshot& after, std::span<const uint8_t> datagram,

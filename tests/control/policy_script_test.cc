@@ -441,6 +441,48 @@ TEST(PolicyScriptTest, WhatStaysWorksAsInLua) {
   ASSERT_NE(script, nullptr);
 }
 
+TEST(PolicyScriptTest, ChargedLibraryFunctionsWorkAsInLua) {
+  // table.sort, concat and unpack are the sandbox's own; the string and utf8
+  // functions are wrapped. Same results, same argument errors.
+  auto script = MustLoad(R"lua(
+    local t = {5, 3, 9, 1, 7, 3, 8, 2, 6, 4, 0}
+    table.sort(t)
+    assert(table.concat(t, " ") == "0 1 2 3 3 4 5 6 7 8 9")
+    table.sort(t, function(a, b) return a > b end)
+    assert(table.concat(t, "", 2, 4) == "876")
+    local words = {"pear", "apple", "fig", "apple"}
+    table.sort(words)
+    assert(table.concat(words, ",") == "apple,apple,fig,pear")
+    local one, empty = {1}, {}
+    table.sort(one); table.sort(empty)
+    local r = {}
+    for i = 1, 500 do r[i] = (i * 7919) % 1009 end
+    table.sort(r)
+    for i = 2, #r do assert(r[i - 1] <= r[i]) end
+    assert(table.concat({}, ",") == "" and table.concat({1, 2.5, "x"}) == "12.5x")
+    assert(select("#", table.unpack({1, 2, 3})) == 3 and select(2, table.unpack({1, 2, 3}, 2)) == 3)
+    assert(select("#", table.unpack({}, 3, 2)) == 0 and table.pack(1, 2).n == 2)
+    assert(("abc"):upper() == "ABC" and ("ABC"):lower() == "abc" and ("abc"):reverse() == "cba")
+    assert(("hello"):sub(2, 3) == "el" and ("A"):byte() == 65 and string.char(72, 105) == "Hi")
+    assert(string.format("%d-%s", 4, "x") == "4-x" and string.format("%q", "a\0") == '"a\\0"')
+    assert(not pcall(string.format, "%0100d", 1), "widths have at most 2 digits")
+    assert(string.unpack("<i4", string.pack("<i4", 7)) == 7 and string.packsize("i4") == 4)
+    assert(utf8.char(233) == "é" and utf8.codepoint("é") == 233 and utf8.offset("aé", 2) == 2)
+    local n = 0
+    for _, c in utf8.codes("aé") do n = n + c end
+    assert(n == 97 + 233 and tonumber("ff", 16) == 255 and tonumber("12") == 12)
+    return sync()
+  )lua");
+  ASSERT_NE(script, nullptr);
+  EXPECT_THAT(LoadError("table.sort({3, 'x', 1})").message(), HasSubstr("attempt to compare"));
+  EXPECT_THAT(LoadError("table.concat({1, {}, 3})").message(),
+              HasSubstr("invalid value (at index 2) in table for 'concat'"));
+  EXPECT_THAT(LoadError("string.upper()").message(),
+              HasSubstr("bad argument #1 to 'upper' (string expected, got no value)"));
+  EXPECT_THAT(LoadError("table.sort({2, 1}, 3)").message(),
+              HasSubstr("bad argument #2 to 'sort' (function expected, got number)"));
+}
+
 TEST(PolicyScriptTest, BytecodeIsRefused) {
   // Real bytecode, from a plain Lua state.
   lua_State* L = luaL_newstate();
@@ -515,6 +557,8 @@ TEST(PolicyScriptTest, CFunctionWorkIsChargedToTheBudget) {
       "table.remove(t, 1)",
       "local s = string.rep('a', 1 << 20)\n"
       "return s:find(string.rep('a', 1 << 19) .. 'b', 1, true)",
+      "local t = {}\n"
+      "for i = 1, 2 do t[i] = i end while true do table.unpack(t, 1, 100000) end",
   };
   for (const char* source : cases) {
     SCOPED_TRACE(source);
@@ -524,6 +568,18 @@ TEST(PolicyScriptTest, CFunctionWorkIsChargedToTheBudget) {
               "test.lua:2: instruction budget of 10000000 exceeded (an endless loop?)");
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   }
+}
+
+TEST(PolicyScriptTest, ConcatIsChargedByTheBytesItAppends) {
+  // Without the charge, the loop runs few instructions and ends at the time
+  // limit instead.
+  PolicyLimits limits;
+  limits.instructions = 1'000'000;
+  EXPECT_EQ(LoadError("local t, sep = {'a', 'b'}, string.rep('x', 1 << 20)\n"
+                      "while true do table.concat(t, sep) end",
+                      limits)
+                .message(),
+            "test.lua:2: instruction budget of 1000000 exceeded (an endless loop?)");
 }
 
 TEST(PolicyScriptTest, LongWorkTheCountDoesNotSeeHitsTheTimeLimit) {

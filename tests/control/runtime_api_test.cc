@@ -213,6 +213,48 @@ TEST(RuntimeApi, SetPolicyInstallsInTheIdleBankAndRefusesASecondChangeUntilRetir
   EXPECT_EQ(later->epoch(), 2u);
 }
 
+TEST(RuntimeApi, AChangeBeyondTheHorizonIsRefusedAndAPendingOneCanBeCancelled) {
+  SwitchProcess sw({"--job", kJob});
+  ASSERT_TRUE(sw.ok()) << sw.output();
+  auto api = Connect(sw);
+
+  // Issue 31: this used to stay pending for ever and block every change.
+  auto far = api->SetPolicy(1, RuleToProto(dataplane::BarrierParams::Ssp(10)), 2147483647);
+  ASSERT_FALSE(far.ok());
+  EXPECT_EQ(far.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(far.status().message().find("effective clock 2147483647 is beyond the horizon"),
+            std::string::npos)
+      << far.status().message();
+
+  ASSERT_TRUE(api->SetPolicy(1, RuleToProto(dataplane::BarrierParams::Async()), 3).ok());
+  auto wrong = api->CancelPolicyChange(1, 5u);
+  EXPECT_EQ(wrong.status().code(), Status::Code::kInvalidArgument) << wrong.status().message();
+  auto cancelled = api->CancelPolicyChange(1, 1u);
+  ASSERT_TRUE(cancelled.ok()) << cancelled.status().message();
+  EXPECT_EQ(cancelled->epoch(), 1u);
+  EXPECT_EQ(cancelled->effective_clock(), 3u);
+  EXPECT_EQ(cancelled->rule().text(), "async");
+  auto p = api->GetPolicy(1);
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p->swap_pending());
+  EXPECT_EQ(p->active().text(), "sync");
+
+  // SYNC still judges every clock: every pull is exact.
+  auto reports = RunRanks(sw.address(), 1, 0x77, 2, 8, /*exact=*/true);
+  for (const auto& rep : reports) ASSERT_TRUE(rep.ok) << rep.error;
+  auto t = api->GetTelemetry(1);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->counters().swaps(), 0u);
+  EXPECT_EQ(t->policy().active_epoch(), 0u);
+  auto none = api->CancelPolicyChange(1, std::nullopt);
+  EXPECT_EQ(none.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(none.status().message().find("no policy change is pending"), std::string::npos);
+  auto next = api->SetPolicy(1, RuleToProto(dataplane::BarrierParams::Ssp(2)), std::nullopt);
+  ASSERT_TRUE(next.ok()) << next.status().message();
+  EXPECT_EQ(next->epoch(), 2u) << "a cancelled epoch is not reused";
+  EXPECT_EQ(api->CancelPolicyChange(9, std::nullopt).status().code(), Status::Code::kNotFound);
+}
+
 TEST(RuntimeApi, TokenIsRequiredAndCheckedAndRefusalsChangeNothing) {
   const auto dir = std::filesystem::temp_directory_path() / ("serene-token-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);

@@ -135,6 +135,37 @@ TEST_F(CommandsTest, PolicySetFromAScript) {
   EXPECT_EQ(out_.str(), "{\"epoch\":1,\"effective_clock\":9,\"released\":0}\n");
 }
 
+TEST_F(CommandsTest, PolicyCancelWithdrawsAFarChangeAndTheHorizonRefusesAFarther) {
+  ASSERT_EQ(Create(1), kExitOk);
+  PolicySetOptions set;
+  set.job = 1;
+  // Issue 31's script: refused, nothing pending.
+  set.policy = Write("far.lua", "return ssp(10):at(2147483647)\n");
+  EXPECT_EQ(SetPolicy(*client_, set, io()), kExitFailed);
+  EXPECT_THAT(err_.str(), HasSubstr("effective clock 2147483647 is beyond the horizon"));
+  set.policy = Write("near.lua", "return ssp(10):at(900000)\n");
+  ASSERT_EQ(SetPolicy(*client_, set, io()), kExitOk) << err_.str();
+  out_.str("");
+  err_.str("");
+  EXPECT_EQ(CancelPolicy(*client_, {.job = 1, .epoch = 2}, io()), kExitFailed);
+  EXPECT_THAT(err_.str(), HasSubstr("epoch 2 is not pending"));
+  ASSERT_EQ(CancelPolicy(*client_, {.job = 1, .epoch = 1}, io()), kExitOk) << err_.str();
+  EXPECT_EQ(out_.str(),
+            "job 1: cancelled ssp:10 from clock 900000 (epoch 1); the rule in force stays\n");
+  out_.str("");
+  EXPECT_EQ(CancelPolicy(*client_, {.job = 1, .epoch = std::nullopt, .json = true}, io()),
+            kExitFailed);
+  EXPECT_THAT(err_.str(), HasSubstr("no policy change is pending"));
+  set.policy = "async";
+  ASSERT_EQ(SetPolicy(*client_, set, io()), kExitOk) << "nothing blocks the next change";
+  out_.str("");
+  ASSERT_EQ(CancelPolicy(*client_, {.job = 1, .epoch = std::nullopt, .json = true}, io()), kExitOk)
+      << err_.str();
+  EXPECT_EQ(out_.str(),
+            "{\"epoch\":2,\"effective_clock\":0,\"rule\":{\"window\":4294967295,\"quorum\":0,"
+            "\"lag\":4294967295,\"text\":\"async\"}}\n");
+}
+
 TEST_F(CommandsTest, UnknownJob) {
   EXPECT_EQ(GetPolicy(*client_, {.job = 42}, io()), kExitFailed);
   EXPECT_EQ(Telemetry(*client_, {.job = 42}, io()), kExitFailed);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -210,6 +211,43 @@ TEST_F(CtlTest, PolicySetWithAScriptAndAtClock) {
   EXPECT_THAT(get.output, HasSubstr("  pending       ssp:7 from clock 30 (epoch 1)\n"));
 }
 
+// Issue 31: this script ran past 120 s under policy set (the comparisons of
+// table.sort ran in C, outside the instruction count).
+TEST_F(CtlTest, PolicySetOfAScriptSortingALongStringStopsWithinTwiceTheTimeLimit) {
+  CreateJob({"--workers", "2", "--elements", "10"});
+  const std::string script = dir_.Write("sort.lua",
+                                        "local s = string.rep('x', 4 << 20)\n"
+                                        "local t = {}\n"
+                                        "for i = 1, 400000 do t[i] = s end\n"
+                                        "table.sort(t)\n"
+                                        "return sync()\n");
+  const auto start = std::chrono::steady_clock::now();
+  Outcome set = Ctl({"policy", "set", "1", script});
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(set.code, 2) << set.output;
+  EXPECT_THAT(set.output, HasSubstr("sort.lua:4: instruction budget of 10000000 exceeded"));
+  EXPECT_LT(elapsed, std::chrono::seconds(4)) << "2 x the 2 s time limit";
+}
+
+TEST_F(CtlTest, PolicySetRefusesAClockBeyondTheHorizonAndCancelWithdrawsAPendingChange) {
+  CreateJob({"--workers", "2", "--elements", "10"});
+  const std::string far = dir_.Write("far.lua", "return ssp(10):at(2147483647)\n");
+  Outcome refused = Ctl({"policy", "set", "1", far});
+  EXPECT_EQ(refused.code, 1) << refused.output;
+  EXPECT_THAT(refused.output,
+              HasSubstr("serene-ctl: job 1: effective clock 2147483647 is beyond the horizon"));
+  ASSERT_EQ(Ctl({"policy", "set", "1", "ssp:10", "--at", "1000"}).code, 0);
+  Outcome cancel = Ctl({"policy", "cancel", "1", "--epoch", "1"});
+  ASSERT_EQ(cancel.code, 0) << cancel.output;
+  EXPECT_EQ(cancel.output,
+            "job 1: cancelled ssp:10 from clock 1000 (epoch 1); the rule in force stays\n");
+  Outcome get = Ctl({"policy", "get", "1"});
+  EXPECT_THAT(get.output, HasSubstr("active        sync (epoch 0)\n  pending       -\n"));
+  Outcome again = Ctl({"policy", "cancel", "1"});
+  EXPECT_EQ(again.code, 1) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("no policy change is pending"));
+}
+
 TEST_F(CtlTest, UsageErrorsExit2AndSendNothing) {
   CreateJob({"--workers", "2", "--elements", "10"});
   Outcome bad_spec = Ctl({"policy", "set", "1", "ssp:x"});
@@ -251,6 +289,7 @@ TEST_F(CtlTest, HelpOnEverySubcommand) {
                                              {"job", "delete", "--help"},
                                              {"policy", "get", "--help"},
                                              {"policy", "set", "--help"},
+                                             {"policy", "cancel", "--help"},
                                              {"evict", "--help"},
                                              {"finish", "--help"},
                                              {"telemetry", "--help"},

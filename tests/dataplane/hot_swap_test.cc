@@ -1,9 +1,11 @@
-// Hot swap: per-clock consistency of policy changes under traffic and loss.
+// Hot swap: per-clock consistency of policy changes, and of their
+// cancellation, under traffic and loss.
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 
 #include "packet_builder.h"
 
@@ -111,13 +113,16 @@ TEST_P(HotSwapProperties, ConsistentUnderTrafficAndLoss) {
   std::vector<uint32_t> next(kN, 1);
   std::vector<bool> running(kN, true);
   std::vector<int64_t> expect(kElements, 0);
-  uint32_t swaps = 0;
+  uint32_t swaps = 0, cancels = 0;
+  std::set<uint32_t> cancelled;  // epochs withdrawn by CancelPolicyChange
 
   auto check_releases = [&](const std::vector<Emitted>& emitted) {
     auto t = h.Telemetry();
     for (const auto& e : OfOp(emitted, Op::kRelease)) {
       const uint32_t c = e.header.clock;
       const uint32_t epoch = static_cast<uint32_t>(e.values[proto::release::kEpoch]);
+      // A cancelled change never judged anything.
+      ASSERT_EQ(cancelled.count(epoch), 0u) << "clock " << c << " judged by cancelled epoch";
       // No mixed decisions: every RELEASE of clock c carries the same epoch.
       auto [it, inserted] = epoch_of_clock.emplace(c, epoch);
       ASSERT_EQ(it->second, epoch) << "clock " << c << " judged by two banks";
@@ -145,11 +150,24 @@ TEST_P(HotSwapProperties, ConsistentUnderTrafficAndLoss) {
 
   for (uint32_t step = 0; step < kSteps; ++step) {
     h.now += 1000;
+    if (rng() % 40 == 0) {
+      // Withdraw the pending change if no rank has reached it yet.
+      Output out = Output::ForBatch(1);
+      auto withdrawn = h.pipeline().CancelPolicyChange(1, std::nullopt, h.now, &out);
+      if (withdrawn.ok()) {
+        cancelled.insert(withdrawn->epoch);
+        ++cancels;
+        ASSERT_EQ(out.size(), 0u);
+      } else {
+        ASSERT_EQ(withdrawn.status().code(), Status::Code::kFailedPrecondition);
+      }
+      continue;
+    }
     if (rng() % 25 == 0) {
       Output out = Output::ForBatch(1);
       const BarrierParams p = choices[rng() % choices.size()];
       std::optional<uint32_t> at;
-      if (rng() % 2) at = h.Telemetry().max_released + 1 + rng() % 3;
+      if (rng() % 2) at = h.Telemetry().max_released + 1 + rng() % 8;
       auto change = h.pipeline().SetPolicy(1, p, at, h.now, &out);
       if (change.ok()) {
         params_of_epoch[change->epoch] = p;
@@ -204,6 +222,7 @@ TEST_P(HotSwapProperties, ConsistentUnderTrafficAndLoss) {
     ++next[w];
   }
   EXPECT_GT(swaps, 5u);
+  EXPECT_GT(cancels, 0u);
   EXPECT_GT(h.Telemetry().low, 50u);
   // No INC lost or applied twice across the swaps.
   EXPECT_EQ(h.Model(), std::vector<int32_t>(expect.begin(), expect.end()));
