@@ -3,7 +3,9 @@
 // tokens from files that group and others cannot read, of at least 16 bytes.
 // A key on the command line still works (tests, throwaway runs) but is warned
 // about. Every refusal exits 2 before any socket opens, naming the file, its
-// mode or length and the fix; every wait has a deadline.
+// mode or length and the fix; every wait has a deadline. serene-bench stands
+// for the worker tools (serene-train resolves its key the same way,
+// apps/key_flags.h).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -123,6 +125,47 @@ TEST(SecretsE2eTest, WarnsAboutAKeyOnTheCommandLine) {
   EXPECT_NE(sw.output().find("job 3: its key is on the command line"), std::string::npos)
       << sw.output();
   EXPECT_NE(sw.output().find("key_file=FILE"), std::string::npos) << sw.output();
+}
+
+// serene-bench as a worker tool: its key from --key-file or SERENE_KEY
+// without a warning, from --key with one; a shared key file is refused.
+TEST(SecretsE2eTest, WorkersTakeTheKeyFromAFileOrTheEnvironment) {
+  serene::testing::ScratchDir dir("serene-secrets-workers");
+  const std::string key = WriteFile(dir.path() / "job.key", "0xC0FFEE\n", 0600);
+  // One fresh job per run (a finished job cannot be run again), one key file.
+  std::vector<std::string> args = {"--bind", "127.0.0.1", "--port", "0", "--control", "off"};
+  for (int id = 1; id <= 3; ++id) {
+    args.insert(args.end(), {"--job", "id=" + std::to_string(id) +
+                                          ",workers=2,elements=8,row=4,key_file=" + key});
+  }
+  ChildProcess sw(SERENE_SWITCH_BINARY, args);
+  auto listening = loadgen::WaitForListening(sw);
+  ASSERT_TRUE(listening) << sw.output();
+  auto run = [&](int job, std::vector<std::string> env, std::vector<std::string> extra) {
+    std::vector<std::string> a = std::move(env);
+    a.insert(a.end(), {SERENE_BENCH_BINARY, "--switch", *listening, "--job", std::to_string(job),
+                       "--workers", "2", "--elements", "8", "--row", "4", "--clocks", "3"});
+    a.insert(a.end(), extra.begin(), extra.end());
+    return loadgen::RunToExit("/usr/bin/env", a);
+  };
+  auto [file_code, file_out] = run(1, {}, {"--key-file", key});
+  EXPECT_EQ(file_code, 0) << file_out;
+  EXPECT_EQ(file_out.find("on the command line"), std::string::npos) << file_out;
+  auto [env_code, env_out] = run(2, {"SERENE_KEY=0xC0FFEE"}, {});
+  EXPECT_EQ(env_code, 0) << env_out;
+  EXPECT_EQ(env_out.find("on the command line"), std::string::npos) << env_out;
+  auto [argv_code, argv_out] = run(3, {}, {"--key", "0xC0FFEE"});
+  EXPECT_EQ(argv_code, 0) << argv_out;
+  EXPECT_NE(argv_out.find("the job key is on the command line"), std::string::npos) << argv_out;
+
+  const std::string shared = WriteFile(dir.path() / "shared.key", "0xC0FFEE\n", 0644);
+  auto [shared_code, shared_out] = run(1, {}, {"--key-file", shared});
+  EXPECT_EQ(shared_code, 2) << shared_out;
+  EXPECT_NE(shared_out.find("--key-file: key file '" + shared + "' has mode 0644"),
+            std::string::npos)
+      << shared_out;
+  sw.Signal(SIGTERM);
+  EXPECT_EQ(sw.Wait(kExitDeadline), 0);
 }
 
 }  // namespace
