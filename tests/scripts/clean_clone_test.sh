@@ -14,6 +14,10 @@
 #   clean_clone_test.sh SOURCE_DIR
 set -euo pipefail
 src=$(cd "${1:?usage: clean_clone_test.sh SOURCE_DIR}" && pwd)
+if ! git -C "$src" rev-parse --verify -q HEAD >/dev/null; then
+  echo "skipped: $src is not a git checkout (nothing to clone)"
+  exit 77
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
