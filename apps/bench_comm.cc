@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "collective/gloo_algorithm.h"
+#include "common/temp_key_file.h"
 #include "loadgen/child_process.h"
 #include "loadgen/comm_bench.h"
 #include "loadgen/process_group.h"
@@ -154,7 +155,12 @@ int RunBenchComm() {
     }
   } cleanup{rendezvous};
 
-  const uint32_t key = 0x5E4E;
+  // A fresh key, handed to the switch in a private file (not its command line).
+  auto key_file = TempKeyFile::CreateWithFreshKey();
+  if (!key_file.ok()) {
+    fmt::print(stderr, "serene-bench comm: {}\n", key_file.status().message());
+    return 1;
+  }
   // The Gloo phases keep the switch silent for seconds on large vectors: no
   // eviction in between.
   std::vector<std::string> switch_args = {"--threads", std::to_string(flags.switch_threads),
@@ -174,8 +180,8 @@ int RunBenchComm() {
   }
   auto started = loadgen::StartLoopbackSwitch(
       1,
-      fmt::format("id=1,workers={},elements={},row={},key={},policy=sync,evict_after=3600s",
-                  flags.workers, flags.elements, flags.row, key),
+      fmt::format("id=1,workers={},elements={},row={},key_file={},policy=sync,evict_after=3600s",
+                  flags.workers, flags.elements, flags.row, (*key_file)->path()),
       flags.group == "on", switch_args);
   if (!started.ok()) {
     fmt::print(stderr, "serene-bench comm: {}\n", started.status().message());
@@ -187,7 +193,7 @@ int RunBenchComm() {
   loadgen::CommPlan plan;
   plan.client.switch_address = listening;
   plan.client.job = 1;
-  plan.client.key = key;
+  plan.client.key = (*key_file)->key();
   plan.client.window = flags.window;
   plan.client.offload = flags.offload == "on";
   plan.client.group = flags.group == "on";

@@ -10,7 +10,8 @@
 
 #include "apps/bench_comm.h"
 #include "apps/cli_parse.h"
-#include "common/parse.h"
+#include "apps/key_flags.h"
+#include "common/temp_key_file.h"
 #include "dataplane/barrier_params.h"
 #include "loadgen/aggregate_worker.h"
 #include "loadgen/child_process.h"
@@ -23,7 +24,8 @@ int main(int argc, char** argv) {
       "for a number of clocks; every pull is checked against the exact sum. Without --switch it\n"
       "starts its own serene-switch on a loopback port and prints its counters at the end.\n"
       "`serene-bench comm` compares Serene with Gloo's allreduce side by side (see comm --help)."};
-  std::string switch_addr, policy = "sync", fault, key_text = "0x5E4E", group = "on";
+  std::string switch_addr, policy = "sync", fault, group = "on";
+  serene::apps::KeyFlags key_flags;
   uint32_t workers = 4, clocks = 200, row = 256, straggle_ms = 0, window = 128, job = 1;
   uint64_t elements = 100'000;
   std::vector<uint32_t> stragglers;
@@ -36,7 +38,7 @@ int main(int argc, char** argv) {
   app.add_option("--clocks,-c", clocks, "Clocks (iterations) per worker")->check(CLI::Range(1u, 1u << 30));
   app.add_option("--policy", policy, "sync, ssp:W, async or quorum:K:L");
   app.add_option("--job", job, "Job id")->check(CLI::Range(1, 65535));
-  app.add_option("--key", key_text, "Job key (decimal or 0x-hex)");
+  serene::apps::AddKeyFlags(&app, &key_flags, "", "0x5E4E");
   app.add_option("--fault", fault, "Fault injection spec for the started switch, e.g. drop=0.05,seed=1");
   app.add_option("--straggler", stragglers, "Ranks that sleep before each step");
   app.add_option("--straggle-ms", straggle_ms, "How long stragglers sleep per step (ms)");
@@ -55,12 +57,15 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "serene-bench: --policy: {}\n", params.status().message());
     return 2;
   }
-  uint32_t key = 0;
-  if (!serene::ParseUint32(key_text, &key)) {
-    fmt::print(stderr, "serene-bench: --key '{}': expected a 32-bit decimal or 0x-hex number\n",
-               key_text);
+  auto resolved = serene::apps::ResolveKeyFlags(key_flags, 0x5E4E);
+  if (!resolved.ok()) {
+    fmt::print(stderr, "serene-bench: {}\n", resolved.status().message());
     return 2;
   }
+  if (resolved->from_argv && !switch_addr.empty()) {
+    fmt::print(stderr, "serene-bench: warning: {}\n", serene::ArgvKeyWarning());
+  }
+  const uint32_t key = resolved->key;
   for (uint32_t s : stragglers) {
     if (s >= workers) {
       fmt::print(stderr, "serene-bench: --straggler {} is not a rank below --workers {}\n", s,
@@ -70,11 +75,18 @@ int main(int argc, char** argv) {
   }
 
   std::unique_ptr<serene::loadgen::ChildProcess> sw;
+  std::unique_ptr<serene::TempKeyFile> key_for_switch;  // the key stays off its command line
   if (switch_addr.empty()) {
+    auto key_file_made = serene::TempKeyFile::Create(key);
+    if (!key_file_made.ok()) {
+      fmt::print(stderr, "serene-bench: {}\n", key_file_made.status().message());
+      return 1;
+    }
+    key_for_switch = std::move(*key_file_made);
     auto started = serene::loadgen::StartLoopbackSwitch(
         static_cast<uint16_t>(job),
-        fmt::format("id={},workers={},elements={},row={},key={},policy={}", job, workers, elements,
-                    row, key, policy),
+        fmt::format("id={},workers={},elements={},row={},key_file={},policy={}", job, workers,
+                    elements, row, key_for_switch->path(), policy),
         group == "on",
         fault.empty() ? std::vector<std::string>{} : std::vector<std::string>{"--fault", fault});
     if (!started.ok()) {

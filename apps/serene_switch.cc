@@ -16,6 +16,7 @@
 
 #include "apps/cli_parse.h"
 #include "bmv2/bmv2_daemon.h"
+#include "common/secret_file.h"
 #include "control/job_admission.h"
 #include "control/runtime_client.h"
 #include "control/runtime_server.h"
@@ -62,14 +63,20 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(config->log_level));
   for (const std::string& w : config->Warnings()) spdlog::warn("{}", w);
 
-  std::string token;
-  if (!config->token_file.empty()) {
-    auto t = serene::control::ReadTokenFile(config->token_file);
+  // The tokens are read before any socket opens; "" = none.
+  std::string token, metrics_token;
+  const std::pair<const std::string*, std::string*> token_files[] = {
+      {&config->token_file, &token}, {&config->metrics_token_file, &metrics_token}};
+  for (const auto& [path, out] : token_files) {
+    if (path->empty()) continue;
+    auto t = serene::ReadTokenFile(*path);
     if (!t.ok()) {
-      spdlog::critical("--token-file: {}", t.status().message());
+      spdlog::critical("{}: {}",
+                       path == &config->token_file ? "--token-file" : "--metrics-token-file",
+                       t.status().message());
       return 2;
     }
-    token = *t;
+    *out = *t;
   }
   if (config->control != "off") {
     serene::Status s = serene::control::CheckControlAddress(config->control, !token.empty());
@@ -149,7 +156,9 @@ int main(int argc, char** argv) {
       return serene::switchd::RenderMetrics(pipeline, server.counters(), c,
                                             serene::switchd::NowNanos());
     };
-    auto m = serene::switchd::MetricsHttpServer::Start(host, port, render);
+    serene::switchd::MetricsHttpOptions options;
+    options.token = metrics_token;
+    auto m = serene::switchd::MetricsHttpServer::Start(host, port, render, options);
     if (!m.ok()) {
       spdlog::critical("--metrics: {}", m.status().message());
       return 1;

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "apps/cli_parse.h"
+#include "apps/key_flags.h"
 #include "collective/gloo_algorithm.h"
 #include "common/parse.h"
 #include "train/fashion_mnist.h"
@@ -54,7 +55,8 @@ int main(int argc, char** argv) {
       ->envname("WORLD_SIZE")
       ->required()
       ->check(CLI::Range(1, 65535));
-  std::string switch_addr = "127.0.0.1:7000", key_text = "0";
+  std::string switch_addr = "127.0.0.1:7000";
+  serene::apps::KeyFlags key_flags;
   uint32_t job = 1;
   app.add_option("--switch", switch_addr, "serene: switch address host:port")
       ->envname("SERENE_SWITCH")
@@ -63,9 +65,7 @@ int main(int argc, char** argv) {
       ->envname("SERENE_JOB")
       ->check(CLI::Range(1, 65535))
       ->capture_default_str();
-  app.add_option("--key", key_text, "serene: job key (decimal or 0x-hex)")
-      ->envname("SERENE_KEY")
-      ->capture_default_str();
+  serene::apps::AddKeyFlags(&app, &key_flags, "serene: ", "0");
   app.add_option("--rendezvous", gloo.rendezvous_dir,
                  "gloo: rendezvous directory shared by all ranks (file store; fresh per run)");
   app.add_option("--run-id", gloo.run_id, "gloo: key prefix in the store")->capture_default_str();
@@ -147,10 +147,10 @@ int main(int argc, char** argv) {
     client.job = static_cast<uint16_t>(job);
     client.rank = static_cast<uint32_t>(gloo.rank);
     client.world_size = static_cast<uint32_t>(gloo.world_size);
-    if (!serene::ParseUint32(key_text, &client.key)) {
-      return Fail(serene::Status::InvalidArgument(
-          "--key '" + key_text + "': expected a 32-bit decimal or 0x-hex number"));
-    }
+    auto key = serene::apps::ResolveKeyFlags(key_flags, 0);
+    if (!key.ok()) return Fail(key.status());
+    if (key->from_argv) spdlog::warn("{}", serene::ArgvKeyWarning());
+    client.key = key->key;
   } else if (gloo.rendezvous_dir.empty()) {
     return Fail(serene::Status::InvalidArgument("--backend gloo needs --rendezvous DIR"));
   }

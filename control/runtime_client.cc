@@ -19,25 +19,6 @@ struct RuntimeClient::Stub {
   std::unique_ptr<v1::Runtime::Stub> stub;
 };
 
-Result<std::string> ReadTokenFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status::NotFound("cannot read token file '" + path + "': " + std::strerror(errno));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string token = text.str();
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
-  token.erase(token.begin(), std::find_if(token.begin(), token.end(), not_space));
-  token.erase(std::find_if(token.rbegin(), token.rend(), not_space).base(), token.end());
-  if (token.empty()) {
-    return Status::InvalidArgument("token file '" + path +
-                                   "' is empty; put a secret in it, e.g. `head -c 24 "
-                                   "/dev/urandom | base64 > " + path + "`");
-  }
-  return token;
-}
-
 Result<std::unique_ptr<RuntimeClient>> RuntimeClient::Create(const std::string& address,
                                                              std::string token,
                                                              std::chrono::milliseconds timeout) {

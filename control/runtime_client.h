@@ -36,10 +36,6 @@ namespace serene::control {
 
 namespace v1 = ::serene::control::v1;
 
-// Reads a token file: its content without surrounding whitespace. Errors:
-// NotFound if unreadable, InvalidArgument if empty.
-Result<std::string> ReadTokenFile(const std::string& path);
-
 class RuntimeClient {
  public:
   // Creates a channel to `address` ("127.0.0.1:7001", "[::1]:7001",

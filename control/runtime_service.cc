@@ -1,9 +1,9 @@
 #include "control/runtime_service.h"
 
 #include <chrono>
-#include <random>
 #include <string_view>
 
+#include "common/secure_random.h"
 #include "control/grpc_status.h"
 #include "control/job_admission.h"
 #include "control/telemetry_convert.h"
@@ -29,14 +29,6 @@ uint64_t UnixMillis() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
                                    std::chrono::system_clock::now().time_since_epoch())
                                    .count());
-}
-
-// A fresh, non-zero job key from the OS's entropy.
-uint32_t DrawKey() {
-  std::random_device rd;
-  uint32_t key = 0;
-  while (key == 0) key = rd();
-  return key;
 }
 
 }  // namespace
@@ -135,7 +127,9 @@ grpc::Status RuntimeService::CreateJob(grpc::ServerContext* ctx, const v1::Creat
   if (!config.ok()) return Fail(config.status());
   Status s = AdmitJob(*config);
   if (!s.ok()) return Fail(s);
-  config->key = DrawKey();
+  Result<uint32_t> key = DrawJobKey();
+  if (!key.ok()) return Fail(key.status());
+  config->key = *key;
   s = target_->CreateJob(*config);
   if (!s.ok()) {
     if (s.code() == Status::Code::kFailedPrecondition) {

@@ -7,6 +7,7 @@
 
 #include "common/check.h"
 #include "common/duration.h"
+#include "common/secret_file.h"
 #include "ctl/commands.h"
 #include "dataplane/consts.h"
 #include "dataplane/job_config.h"
@@ -302,7 +303,7 @@ int CommandLine::Run(Io io, Interrupt* interrupt, bool ansi) {
   SERENE_CHECK(command != nullptr, "CLI11 parsed no command");
   std::string token;
   if (!token_file_.empty()) {
-    auto t = control::ReadTokenFile(token_file_);
+    auto t = serene::ReadTokenFile(token_file_);
     if (!t.ok()) return UsageError("--token-file: " + t.status().message(), io);
     token = std::move(*t);
   }

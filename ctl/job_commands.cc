@@ -110,9 +110,12 @@ int CreateJob(RuntimeClient& client, const JobCreateOptions& options, Io io) {
       c.workers(), c.elements(), c.row_width(), c.scale_log2(), RuleText(c.policy()),
       EvictAfterText(c));
   io.out << "key=" << HexKey(c.key()) << '\n';
+  // The key goes to the workers in a private file or their environment,
+  // never on their command lines (docs/security.md, "Secrets").
   io.out << "workers join with:\n";
-  io.out << fmt::format("  --job {} --key {}\n", c.id(), HexKey(c.key()));
   io.out << fmt::format("  SERENE_JOB={} SERENE_KEY={}\n", c.id(), HexKey(c.key()));
+  io.out << fmt::format("  --job {} --key-file FILE   (FILE: mode 0600, holding {})\n", c.id(),
+                        HexKey(c.key()));
   return kExitOk;
 }
 

@@ -234,7 +234,10 @@ Status Pipeline::Finish(uint16_t job, Timestamp now, Output* out) {
 Result<JobTelemetry> Pipeline::Telemetry(uint16_t job) const {
   std::shared_ptr<JobState> j = Find(job);
   if (j == nullptr) return NoJob(job);
-  std::lock_guard lock(j->mu);
+  // Shared: what the shared paths (INC, READ) change is atomic (Relaxed), the
+  // rest changes only under the exclusive lock; a scrape or a controller's
+  // poll must not stall the job's traffic (nor wait for its bursts to end).
+  std::shared_lock lock(j->mu);
   JobTelemetry t;
   t.config = j->config;
   t.rows = j->rows;

@@ -153,6 +153,8 @@ class Pipeline {
   // every later CLOCK is released at once.
   Status Finish(uint16_t job, Timestamp now, Output* out);
 
+  // A copy of the job's registers and counters, read under its shared lock:
+  // INC and READ go on meanwhile (their counters are read as they stand).
   Result<JobTelemetry> Telemetry(uint16_t job) const;
   std::vector<uint16_t> JobIds() const;
   GlobalCounters global_counters() const;

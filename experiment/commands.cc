@@ -7,21 +7,21 @@
 
 namespace serene::experiment {
 
-std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job, uint32_t key,
-                          uint16_t group_port) {
+std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job,
+                          const std::string& key_file, uint16_t group_port) {
   // A policy script's run starts under SYNC; its controller sets the rest.
   const std::string policy = IsPolicyScript(run.policy) ? "sync" : run.policy;
   const std::string group =
       group_port == 0 ? std::string() : ",group=" + loadgen::LoopbackGroup(job, group_port);
-  return fmt::format("id={},workers={},elements={},row={},key={:#x}{},policy={}", job, s.workers,
-                     train::ParameterCount(s.model), s.row, key, group, policy);
+  return fmt::format("id={},workers={},elements={},row={},key_file={}{},policy={}", job,
+                     s.workers, train::ParameterCount(s.model), s.row, key_file, group, policy);
 }
 
 std::vector<std::string> SwitchArgs(const Scenario& s, const RunSpec& run, uint16_t job,
-                                    uint32_t key, uint16_t group_port) {
+                                    const std::string& key_file, uint16_t group_port) {
   std::vector<std::string> a = {"--bind",    "127.0.0.1",   "--port",      "0",
                                 "--control", "127.0.0.1:0", "--log-level", "info"};
-  a.insert(a.end(), {"--job", SwitchJobSpec(s, run, job, key, group_port)});
+  a.insert(a.end(), {"--job", SwitchJobSpec(s, run, job, key_file, group_port)});
   if (!s.switch_fault.empty()) a.insert(a.end(), {"--fault", s.switch_fault});
   return a;
 }
@@ -32,8 +32,8 @@ std::vector<std::string> TrainArgs(const Scenario& s, const RunSpec& run, int ra
                                 "--rank",       std::to_string(rank),
                                 "--world-size", std::to_string(s.workers)};
   if (run.backend == BackendKind::kSerene) {
-    a.insert(a.end(), {"--switch", ctx.switch_address, "--job", std::to_string(ctx.job), "--key",
-                       fmt::format("{:#x}", ctx.key)});
+    a.insert(a.end(), {"--switch", ctx.switch_address, "--job", std::to_string(ctx.job),
+                       "--key-file", ctx.key_file});
   } else {
     a.insert(a.end(), {"--rendezvous", RendezvousDir(ctx.dir), "--gloo-algorithm",
                        std::string(collective::GlooAlgorithmName(run.gloo_algorithm))});
@@ -79,6 +79,5 @@ std::string LogPath(const std::string& dir, int rank) {
 
 std::string RendezvousDir(const std::string& dir) { return dir + "/rendezvous"; }
 
-uint32_t RunKey(size_t index) { return 0x5E7E0000u + static_cast<uint32_t>(index % 0x10000) + 1; }
 
 }  // namespace serene::experiment

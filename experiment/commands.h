@@ -24,16 +24,18 @@ struct RunContext {
   std::string dir;             // the run directory (exists)
   std::string switch_address;  // serene: "127.0.0.1:PORT" of the started switch
   uint16_t job = 1;            // serene: job id on the switch
-  uint32_t key = 0;            // serene: the job's key
+  std::string key_file;        // serene: the private file holding the job's key
 };
 
 // The job spec of serene-switch's --job flag:
-// "id=J,workers=N,elements=<ParameterCount(model)>,row=R,key=0x...,policy=P",
+// "id=J,workers=N,elements=<ParameterCount(model)>,row=R,key_file=F,policy=P",
 // with P = sync for a policy script's run (its controller sets the rule).
+// The key itself is never on a command line (docs/security.md, "Secrets"):
+// the switch and the ranks read it from `key_file`.
 // REQUIRES: run.backend == kSerene.
 // With `group_port` (not 0) the job has the reply group 239.83.0.J:group_port.
-std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job, uint32_t key,
-                          uint16_t group_port = 0);
+std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job,
+                          const std::string& key_file, uint16_t group_port = 0);
 
 // serene-switch's arguments: loopback, an ephemeral port (it logs "listening
 // on ADDR"), the runtime API on an ephemeral loopback port (it logs "runtime
@@ -41,9 +43,9 @@ std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job, u
 // job (with its reply group on `group_port`, unless 0), and --fault with the
 // scenario's switch_fault when it has one.
 std::vector<std::string> SwitchArgs(const Scenario& s, const RunSpec& run, uint16_t job,
-                                    uint32_t key, uint16_t group_port = 0);
+                                    const std::string& key_file, uint16_t group_port = 0);
 
-// serene-train's arguments for `rank`.
+// serene-train's arguments for `rank` (a Serene rank gets --key-file).
 std::vector<std::string> TrainArgs(const Scenario& s, const RunSpec& run, int rank,
                                    const RunContext& ctx);
 
@@ -51,9 +53,5 @@ std::vector<std::string> TrainArgs(const Scenario& s, const RunSpec& run, int ra
 std::string MetricsPath(const std::string& dir, int rank);  // dir/rank<r>.json
 std::string LogPath(const std::string& dir, int rank);      // dir/rank<r>.log
 std::string RendezvousDir(const std::string& dir);          // dir/rendezvous
-
-// The job key of the run at `index`, distinct per run (each run also has its
-// own switch on its own ephemeral port).
-uint32_t RunKey(size_t index);
 
 }  // namespace serene::experiment

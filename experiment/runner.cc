@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "common/temp_key_file.h"
 #include "experiment/commands.h"
 #include "experiment/metrics_reader.h"
 #include "experiment/run_controller.h"
@@ -204,8 +205,12 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
     (void)sw->Wait(kSwitchStopTimeout);
     (void)WriteTextFile(dir + "/switch.log", sw->output());
   };
+  std::unique_ptr<TempKeyFile> key_file;  // lives as long as the run's processes
   if (serene) {
-    ctx.key = RunKey(index);
+    auto made = TempKeyFile::CreateWithFreshKey();  // getrandom(2)
+    if (!made.ok()) return fail(made.status());
+    key_file = std::move(*made);
+    ctx.key_file = key_file->path();
     uint16_t group_port = 0;
     if (scenario.group) {
       Result<uint16_t> port = loadgen::FreeUdpPort();
@@ -213,7 +218,7 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
       group_port = *port;
     }
     sw = std::make_unique<ChildProcess>(switch_bin,
-                                        SwitchArgs(scenario, run, kJob, ctx.key, group_port));
+                                        SwitchArgs(scenario, run, kJob, ctx.key_file, group_port));
     auto listening = loadgen::WaitForListening(*sw, kSwitchStartTimeout);
     if (!listening) {
       (void)WriteTextFile(dir + "/switch.log", sw->output());
@@ -222,7 +227,7 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
     }
     ctx.switch_address = *listening;
     progress(fmt::format("  serene-switch on {}: job {}", ctx.switch_address,
-                         SwitchJobSpec(scenario, run, kJob, ctx.key, group_port)));
+                         SwitchJobSpec(scenario, run, kJob, ctx.key_file, group_port)));
   }
 
   // 1b. A dynamic run's controller, before the ranks so that a static rule

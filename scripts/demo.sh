@@ -9,11 +9,18 @@
 # them under results/.
 #   bash scripts/demo.sh            # the embedded default scenario
 #   bash scripts/demo.sh --quick    # any serene-experiment flags are passed on
+# SERENE_STOP_AFTER_CONFIGURE=1 stops after the install check and the configure
+# step (the clean-clone test, tests/scripts/clean_clone_test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/install-deps.sh
 cmake --preset default >/dev/null
+if [[ ${SERENE_STOP_AFTER_CONFIGURE:-0} == 1 ]]; then
+  # tests/scripts/clean_clone_test.sh: the steps before the long build, from a clean clone.
+  echo "demo.sh: configured; stopping here (SERENE_STOP_AFTER_CONFIGURE=1)"
+  exit 0
+fi
 cmake --build --preset default
 
 build/bin/serene-experiment "$@"

@@ -23,6 +23,9 @@ PACKAGES=(
   libopenblas0-openmp
   # data and plots
   dataset-fashion-mnist gnuplot-nox
+  # commands the scripts and tests run (tests/scripts/commands_provided_test.py
+  # checks that every one comes from a package here, or one these pull in)
+  python3 curl procps
   # network namespaces for multi-host tests
   iproute2
 )

@@ -14,6 +14,8 @@
 #      bounded fuzzing run of 30 s per target (docs/fuzzing.md);
 #   3. the tests under ASan+UBSan and the threaded ones under TSan
 #      (docs/sanitizers.md).
+# SERENE_STOP_AFTER_CONFIGURE=1 stops after the install check and cmake
+# --preset ci (the clean-clone test, tests/scripts/clean_clone_test.sh).
 # Each step prints how long it took; the whole takes about 25 minutes on
 # 2 cores (docs/reliability.md, "Running it").
 set -euo pipefail
@@ -29,6 +31,11 @@ step "install the Debian packages"
 bash scripts/install-deps.sh
 step "build (preset ci) and run ctest"
 cmake --preset ci
+if [[ ${SERENE_STOP_AFTER_CONFIGURE:-0} == 1 ]]; then
+  # tests/scripts/clean_clone_test.sh: the steps before the long build, from a clean clone.
+  echo "test.sh: configured; stopping here (SERENE_STOP_AFTER_CONFIGURE=1)"
+  exit 0
+fi
 cmake --build --preset ci
 ctest --preset ci --parallel 2
 step "determinism: the bit-identical tests under other BLAS kernels and thread counts"

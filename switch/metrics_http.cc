@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -14,15 +15,14 @@
 #include <thread>
 #include <utility>
 
+#include "switch/bounded_task_queue.h"
+
 namespace serene::switchd {
 namespace {
 
 constexpr char kMetricsContentType[] = "text/plain; version=0.0.4; charset=utf-8";
 constexpr char kTextContentType[] = "text/plain; charset=utf-8";
 
-// Connection workers: a scrape is one request every few seconds; two let a
-// second client in while a first holds a keep-alive connection.
-constexpr size_t kWorkers = 2;
 // Bounds on how long a worker waits for a client, and so on Stop().
 constexpr time_t kReadTimeoutSec = 2;
 constexpr time_t kWriteTimeoutSec = 5;
@@ -35,6 +35,50 @@ std::string HostPort(const std::string& host, uint16_t port) {
 }
 
 std::string ErrnoText(int err) { return std::generic_category().message(err); }
+
+// httplib's connection queue, bounded.
+class BoundedQueueAdapter : public httplib::TaskQueue {
+ public:
+  BoundedQueueAdapter(size_t workers, size_t capacity) : queue_(workers, capacity) {}
+  void enqueue(std::function<void()> fn) override { queue_.Enqueue(std::move(fn)); }
+  void shutdown() override { queue_.Shutdown(); }
+
+ private:
+  BoundedTaskQueue queue_;
+};
+
+// Equal strings, in a time that does not depend on where they differ.
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  }
+  return diff == 0;
+}
+
+// Answers a shed connection (503) or an unauthenticated request (401) before
+// any route runs; everything else goes on to the routes.
+httplib::Server::HandlerResponse Gate(const std::string& token, const httplib::Request& req,
+                                      httplib::Response& res) {
+  if (BoundedTaskQueue::Shedding()) {
+    res.status = 503;
+    res.set_header("Retry-After", "1");
+    res.set_header("Connection", "close");
+    res.set_content("too many scrapes waiting; try again\n", kTextContentType);
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  if (!token.empty() &&
+      !ConstantTimeEquals(req.get_header_value("Authorization"), "Bearer " + token)) {
+    res.status = 401;
+    res.set_header("WWW-Authenticate", "Bearer realm=\"serene-switch metrics\"");
+    res.set_content(
+        "unauthorized: send Authorization: Bearer <token> (the switch's "
+        "--metrics-token-file)\n",
+        kTextContentType);
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  return httplib::Server::HandlerResponse::Unhandled;
+}
 
 // httplib's bind reports failure as a bare `false`. To say why, do what it
 // does again (resolve, socket, SO_REUSEADDR, bind, listen) and report the
@@ -107,7 +151,8 @@ MetricsHttpServer::~MetricsHttpServer() { Stop(); }
 uint16_t MetricsHttpServer::port() const { return impl_->port; }
 
 Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
-    const std::string& host, uint16_t port, std::function<std::string()> render) {
+    const std::string& host, uint16_t port, std::function<std::string()> render,
+    MetricsHttpOptions options) {
   const std::string where = "cannot serve metrics on " + HostPort(host, port) + ": ";
   // httplib reports some failures by exceptions (std::regex, std::thread):
   // none may cross this API.
@@ -127,7 +172,15 @@ Result<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
       res.status = 404;
       res.set_content("not found: " + req.path + " (metrics are at /metrics)\n", kTextContentType);
     });
-    s.new_task_queue = [] { return new httplib::ThreadPool(kWorkers); };
+    s.set_pre_routing_handler(
+        [token = options.token](const httplib::Request& req, httplib::Response& res) {
+          return Gate(token, req, res);
+        });
+    const size_t workers = std::max<size_t>(1, options.workers);
+    const size_t max_queued = options.max_queued;
+    s.new_task_queue = [workers, max_queued] {
+      return new BoundedQueueAdapter(workers, max_queued);
+    };
     s.set_read_timeout(kReadTimeoutSec, 0);
     s.set_write_timeout(kWriteTimeoutSec, 0);
     s.set_keep_alive_timeout(kKeepAliveTimeoutSec);

@@ -4,9 +4,15 @@
 //   GET /metrics  -> 200, render() as text/plain; version=0.0.4; charset=utf-8
 //   GET /         -> 200, a one-line pointer to /metrics
 //   anything else -> 404
+//   with a token (MetricsHttpOptions::token), any request without
+//   "Authorization: Bearer TOKEN" -> 401
+//   while max_queued connections wait for a worker -> 503 (Retry-After: 1)
 //
 // The server runs on threads of its own (an accept thread and two connection
-// workers), never on the data plane's loops. Scrapes are serialized: render()
+// workers), never on the data plane's loops. The connections waiting for a
+// worker are bounded (switch/bounded_task_queue.h): past the bound the accept
+// thread answers 503 itself, without rendering, so that a flood of clients
+// costs bounded memory and never queues scrapes. Scrapes are serialized: render()
 // is called by one thread at a time, so it need not be reentrant, but it
 // runs concurrently with everything else in the process and must read shared
 // state through thread-safe APIs (RenderMetrics in switch/metrics_exposition.h
@@ -30,6 +36,17 @@
 
 namespace serene::switchd {
 
+struct MetricsHttpOptions {
+  // The bearer token every request must present ("Authorization: Bearer
+  // TOKEN", compared in constant time); "" = no authentication.
+  std::string token;
+  // Connection workers: a scrape is one request every few seconds; two let a
+  // second client in while a first holds a keep-alive connection.
+  size_t workers = 2;
+  // Connections that may wait for a worker; one more is answered 503.
+  size_t max_queued = 8;
+};
+
 class MetricsHttpServer {
  public:
   // Binds host:port (port 0: an ephemeral port, see port()) and starts
@@ -39,7 +56,8 @@ class MetricsHttpServer {
   // and the reason, e.g. "cannot serve metrics on 127.0.0.1:80: Permission
   // denied".
   static Result<std::unique_ptr<MetricsHttpServer>> Start(const std::string& host, uint16_t port,
-                                                          std::function<std::string()> render);
+                                                          std::function<std::string()> render,
+                                                          MetricsHttpOptions options = {});
 
   ~MetricsHttpServer();  // stops
   MetricsHttpServer(const MetricsHttpServer&) = delete;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/secret_file.h"
 #include "common/toml_util.h"
 #include "net/address.h"
 #include "proto/codec.h"
@@ -19,9 +20,9 @@ namespace {
 
 constexpr std::string_view kTopKeys =
     "bind, port, threads, batch, nice, sched, recv_buffer, send_buffer, offload, log_level, fault, "
-    "control, token_file, metrics, job";
+    "control, token_file, metrics, metrics_token_file, job";
 constexpr std::string_view kJobKeys =
-    "id, workers, elements, row, scale, key, evict_after, allow, group, policy";
+    "id, workers, elements, row, scale, key, key_file, evict_after, allow, group, policy";
 // UDP payload that fits a 1500-byte Ethernet frame over IPv4 (20 + 8 bytes of headers).
 constexpr size_t kEthernetUdpPayload = 1472;
 
@@ -120,6 +121,9 @@ Status ApplySetting(std::string_view key, const std::string& setting, std::strin
   } else if (key == "token_file") {
     if (text.empty()) return Bad(setting, text, "a file holding the runtime API's token");
     c->token_file = std::string(text);
+  } else if (key == "metrics_token_file") {
+    if (text.empty()) return Bad(setting, text, "a file holding /metrics' token");
+    c->metrics_token_file = std::string(text);
   } else if (key == "fault") {
     auto f = net::FaultSpec::Parse(text);
     if (!f.ok()) return Status::InvalidArgument(setting + ": " + f.status().message());
@@ -149,6 +153,37 @@ std::optional<std::string> ScalarText(const toml::node& node) {
   return std::nullopt;
 }
 
+// A job spec that may name its key's file (key_file=PATH, read here: the
+// data plane's ParseSpec does no I/O). A key_file and a key= are exclusive.
+Result<dataplane::JobConfig> ParseJobWithKeyFile(std::string_view spec) {
+  constexpr std::string_view kKeyFileField = "key_file=";
+  std::string rest;
+  std::optional<std::string> key_file;
+  bool has_key = false;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t end = spec.find(',', start);
+    if (end == std::string_view::npos) end = spec.size();
+    const std::string_view item = spec.substr(start, end - start);
+    if (item.starts_with(kKeyFileField)) {
+      key_file = std::string(item.substr(kKeyFileField.size()));
+    } else {
+      has_key = has_key || item.starts_with("key=");
+      rest += (rest.empty() ? "" : ",") + std::string(item);
+    }
+    start = end + 1;
+  }
+  if (key_file && has_key) {
+    return Status::InvalidArgument("give a job's key once: key= or key_file=, not both");
+  }
+  auto job = dataplane::JobConfig::ParseSpec(rest);
+  if (!job.ok() || !key_file) return job;
+  Result<uint32_t> key = ReadKeyFile(*key_file);
+  if (!key.ok()) return Status::InvalidArgument("key_file: " + key.status().message());
+  job->key = *key;
+  return job;
+}
+
 Result<dataplane::JobConfig> ParseTomlJob(const toml::table& t, const std::string& where) {
   std::string spec;
   std::optional<dataplane::BarrierParams> policy;
@@ -156,8 +191,8 @@ Result<dataplane::JobConfig> ParseTomlJob(const toml::table& t, const std::strin
   for (auto&& [k, node] : t) {
     const std::string key(k.str());
     if (key != "id" && key != "workers" && key != "elements" && key != "row" && key != "scale" &&
-        key != "key" && key != "evict_after" && key != "allow" && key != "group" &&
-        key != "policy") {
+        key != "key" && key != "key_file" && key != "evict_after" && key != "allow" &&
+        key != "group" && key != "policy") {
       return Status::InvalidArgument(where + ": unknown key '" + key + "' (expected " +
                                      std::string(kJobKeys) + ")");
     }
@@ -206,7 +241,7 @@ Result<dataplane::JobConfig> ParseTomlJob(const toml::table& t, const std::strin
     }
     spec += (spec.empty() ? "" : ",") + key + "=" + *text;
   }
-  auto job = dataplane::JobConfig::ParseSpec(spec);
+  auto job = ParseJobWithKeyFile(spec);
   if (!job.ok()) return Status::InvalidArgument(where + ": " + job.status().message());
   if (policy) job->policy = *policy;
   job->allow = allow;
@@ -281,6 +316,11 @@ std::vector<std::string> SwitchConfig::Warnings() const {
                   "): they will be IP-fragmented; row=256 fits");
     }
   }
+  for (uint16_t id : argv_key_jobs) {
+    w.push_back("job " + std::to_string(id) +
+                ": its key is on the command line (--job key=), where every local user can read "
+                "it (/proc/PID/cmdline); give key_file=FILE (mode 0600) instead");
+  }
   return w;
 }
 
@@ -330,7 +370,8 @@ Result<SwitchConfig> ParseTomlConfig(std::string_view text, std::string_view sou
                key == "sched" ||
                key == "recv_buffer" ||
                key == "send_buffer" || key == "offload" || key == "log_level" || key == "fault" ||
-               key == "control" || key == "token_file" || key == "metrics") {
+               key == "control" || key == "token_file" || key == "metrics" ||
+               key == "metrics_token_file") {
       auto value = ScalarText(node);
       if (!value) {
         return Status::InvalidArgument(setting + " is " + TomlTypeName(node) +
@@ -380,7 +421,8 @@ Result<SwitchConfig> BuildConfig(const SwitchFlags& flags) {
       {"fault", &flags.fault},
       {"control", &flags.control},
       {"token_file", &flags.token_file},
-      {"metrics", &flags.metrics}};
+      {"metrics", &flags.metrics},
+      {"metrics_token_file", &flags.metrics_token_file}};
   for (const auto& [key, value] : settings) {
     if (!value->has_value()) continue;
     std::string flag = "--" + std::string(key);
@@ -389,8 +431,11 @@ Result<SwitchConfig> BuildConfig(const SwitchFlags& flags) {
     if (!s.ok()) return s;
   }
   for (const std::string& spec : flags.jobs) {
-    auto job = dataplane::JobConfig::ParseSpec(spec);
+    auto job = ParseJobWithKeyFile(spec);
     if (!job.ok()) return Status::InvalidArgument("--job: " + job.status().message());
+    if (job->key != 0 && spec.find("key_file=") == std::string::npos) {
+      c.argv_key_jobs.push_back(job->id);
+    }
     Status s = c.AddJob(*job);
     if (!s.ok()) return s;
   }

@@ -39,10 +39,14 @@ struct SwitchConfig {
   bool control_given = false;              // set explicitly (flag or file): failing to serve is fatal
   std::string token_file;                  // the API's token (file content); "" = none
   std::string metrics;                     // Prometheus HTTP address HOST:PORT; "" = off
+  std::string metrics_token_file;          // /metrics' bearer token (file content); "" = none
   std::vector<dataplane::JobConfig> jobs;  // static jobs, created at start-up
   // recv_buffer was set (flag or file). If not, BuildConfig sizes it to the
   // static jobs: AutoRecvBuffer.
   bool recv_buffer_given = false;
+  // Jobs whose key was given on the command line (--job key=K): Warnings()
+  // says that every local user can read it.
+  std::vector<uint16_t> argv_key_jobs;
 
   // Adds a job; refuses an id that is already defined.
   Status AddJob(const dataplane::JobConfig& job);
@@ -77,6 +81,7 @@ struct SwitchFlags {
   std::optional<std::string> control;
   std::optional<std::string> token_file;
   std::optional<std::string> metrics;
+  std::optional<std::string> metrics_token_file;
   std::vector<std::string> jobs;  // --job specs
 };
 

@@ -55,14 +55,20 @@ void AddSwitchFlags(CLI::App* app, SwitchFlags* flags) {
            "address needs --token-file)",
            "HOST:PORT");
   Optional(app, "--token-file", &flags->token_file,
-           "File holding the runtime API's token; every call must present it (default none)",
+           "File holding the runtime API's token (mode 0600, at least 16 bytes); every call must "
+           "present it (default none)",
            "FILE");
   Optional(app, "--metrics", &flags->metrics,
            "Serve Prometheus metrics over HTTP at http://HOST:PORT/metrics (default off)",
            "HOST:PORT");
+  Optional(app, "--metrics-token-file", &flags->metrics_token_file,
+           "File holding /metrics' token (mode 0600, at least 16 bytes); scrapes must send "
+           "Authorization: Bearer TOKEN (default none: open)",
+           "FILE");
   app->add_option("--job", flags->jobs,
-                  "Static job, repeatable: id=J,workers=N,elements=E[,row=R][,scale=S][,key=K]"
-                  "[,evict_after=D][,policy=sync|ssp:W|async|quorum:K:L]")
+                  "Static job, repeatable: id=J,workers=N,elements=E[,row=R][,scale=S]"
+                  "[,key_file=FILE|,key=K][,evict_after=D][,policy=sync|ssp:W|async|quorum:K:L]"
+                  " (key_file: a 0600 file holding the key; key= is visible to every local user)")
       ->type_name("SPEC");
 }
 

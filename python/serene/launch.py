@@ -21,7 +21,6 @@ the ranks fail at their client deadline.
 import argparse
 import ctypes
 import os
-import random
 import re
 import shutil
 import signal
@@ -123,6 +122,35 @@ class SwitchProcess:
         self._log.close()
 
 
+def draw_key():
+    """A non-zero 32-bit job key from the kernel's secure generator (getrandom(2))."""
+    while True:
+        key = int.from_bytes(os.getrandom(4), "little")
+        if key:
+            return key
+
+
+def write_private_key_file(key):
+    """Writes `key` into a new 0600 file in a new 0700 directory; returns (directory, path).
+
+    The started switch reads its job key from this file (key_file=), so that
+    the key is not on its command line, where every local user can read it."""
+    directory = tempfile.mkdtemp(prefix="serene-key-")  # mode 0700
+    path = os.path.join(directory, "job.key")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{key:#010x}\n")
+    return directory, path
+
+
+def _remove_key_file(directory, path):
+    for remove, target in ((os.unlink, path), (os.rmdir, directory)):
+        try:
+            remove(target)
+        except OSError:
+            pass
+
+
 def _stop_all(ranks, grace_s=5.0):
     for p in ranks:
         if p.poll() is None:
@@ -152,9 +180,13 @@ def parse_args(argv):
     parser.add_argument("--row", type=int, default=0,
                         help="values per row (default: the switch's)")
     parser.add_argument("--job", type=int, default=1, help="job id (default 1)")
+    parser.add_argument("--key-file", default=None,
+                        help="file (mode 0600) holding the job key of a running switch "
+                        "(--switch); or the environment variable SERENE_KEY. A launched switch "
+                        "gets a fresh key drawn from getrandom(2)")
     parser.add_argument("--key", type=lambda s: int(s, 0), default=None,
-                        help="job key (default: a random one when the switch is launched, "
-                        "0 with --switch)")
+                        help="job key on the command line, where every local user can read it: "
+                        "for tests; prefer --key-file or SERENE_KEY")
     parser.add_argument("--switch", default=None,
                         help="HOST:PORT of a running switch that already has the job; "
                         "no switch is started")
@@ -189,7 +221,39 @@ def parse_args(argv):
         args.command = [sys.executable, args.script]
     if args.key is not None and not 0 <= args.key < 2**32:
         parser.error(f"--key must be a 32-bit value, got {args.key}")
+    if args.key is not None and args.key_file is not None:
+        parser.error("give the job key once: --key-file or --key, not both")
+    if args.key is not None:
+        _log("warning: the job key is on the command line, where every local user can read it "
+             "(/proc/PID/cmdline); use --key-file FILE (mode 0600) or SERENE_KEY instead")
+    if args.key_file is not None:
+        args.key = read_key_file(args.key_file, parser.error)
+    elif args.key is None and os.environ.get("SERENE_KEY"):
+        try:
+            args.key = int(os.environ["SERENE_KEY"], 0)
+        except ValueError:
+            parser.error("SERENE_KEY: expected a 32-bit decimal or 0x-hex number")
     return args
+
+
+def read_key_file(path, error):
+    """The key in a private key file, as serene-switch and serene-train read it."""
+    try:
+        mode = os.stat(path).st_mode
+        text = Path(path).read_text().strip()
+    except OSError as e:
+        error(f"--key-file: cannot read key file '{path}': {e.strerror}")
+    if mode & 0o077:
+        error(f"--key-file: key file '{path}' has mode {mode & 0o7777:04o}: group or others can "
+              f"read or write it, so it is no secret; make it private to its owner: "
+              f"chmod 600 {path}")
+    try:
+        key = int(text, 0)
+    except ValueError:
+        key = 0
+    if not 0 < key < 2**32:
+        error(f"--key-file: key file '{path}' does not hold a non-zero 32-bit key")
+    return key
 
 
 def run(args):
@@ -199,13 +263,17 @@ def run(args):
     started = time.monotonic()
     try:
         if args.switch is None:
-            key = args.key if args.key is not None else random.randint(1, 2**32 - 1)
+            key = args.key if args.key is not None else draw_key()
+            key_dir, key_path = write_private_key_file(key)
             spec = (f"id={args.job},workers={args.nproc},elements={args.elements},"
-                    f"key={key},policy={args.policy}")
+                    f"key_file={key_path},policy={args.policy}")
             if args.row:
                 spec += f",row={args.row}"
             log_path = args.switch_log or tempfile.mkstemp(prefix="serene-switch-", suffix=".log")[1]
-            switch = SwitchProcess(_find_switch_binary(args.switch_bin), spec, log_path)
+            try:
+                switch = SwitchProcess(_find_switch_binary(args.switch_bin), spec, log_path)
+            finally:
+                _remove_key_file(key_dir, key_path)  # read at start-up; the ranks get SERENE_KEY
             address = switch.address
             _log(f"switch {address} (job {args.job}: {args.nproc} workers, {args.elements} "
                  f"elements, policy {args.policy}; log {log_path})")

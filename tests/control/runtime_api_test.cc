@@ -259,7 +259,8 @@ TEST(RuntimeApi, TokenIsRequiredAndCheckedAndRefusalsChangeNothing) {
   const auto dir = std::filesystem::temp_directory_path() / ("serene-token-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const std::string token_file = (dir / "token").string();
-  std::ofstream(token_file) << "  s3cret-token\n";
+  std::ofstream(token_file) << "  s3cret-token-0123456789\n";
+  std::filesystem::permissions(token_file, std::filesystem::perms::owner_read);  // private
   SwitchProcess sw({"--job", kJob, "--token-file", token_file, "--metrics", "127.0.0.1:0"});
   ASSERT_TRUE(sw.ok()) << sw.output();
 
@@ -267,7 +268,7 @@ TEST(RuntimeApi, TokenIsRequiredAndCheckedAndRefusalsChangeNothing) {
   auto listed = none->ListJobs();
   EXPECT_EQ(listed.status().code(), Status::Code::kUnauthenticated) << listed.status().message();
   EXPECT_NE(listed.status().message().find("requires a token"), std::string::npos);
-  auto wrong = Connect(sw, "s3cret-tokeN");
+  auto wrong = Connect(sw, "s3cret-token-012345678X");
   EXPECT_EQ(wrong->CreateJob(NewJob(4, 1, 10)).status().code(), Status::Code::kUnauthenticated);
   EXPECT_EQ(wrong->Finish(1).status().code(), Status::Code::kUnauthenticated);
   EXPECT_EQ(wrong->SetPolicy(1, RuleToProto(dataplane::BarrierParams::Async()), std::nullopt)
@@ -278,7 +279,7 @@ TEST(RuntimeApi, TokenIsRequiredAndCheckedAndRefusalsChangeNothing) {
                                            [](const v1::JobTelemetry&) { return true; });
   EXPECT_EQ(streamed.code(), Status::Code::kUnauthenticated) << streamed.message();
 
-  auto right = Connect(sw, "s3cret-token");
+  auto right = Connect(sw, "s3cret-token-0123456789");
   auto jobs = right->ListJobs();
   ASSERT_TRUE(jobs.ok()) << jobs.status().message();
   ASSERT_EQ(jobs->size(), 1u) << "the refused CreateJob created nothing";

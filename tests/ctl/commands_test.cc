@@ -76,7 +76,7 @@ TEST_F(CommandsTest, CreateTakesTheLowestFreeId) {
   EXPECT_THAT(out_.str(), HasSubstr("created job 1: workers=3 elements=1000 row=256 scale=2^24 "
                                     "policy=ssp:4 evict_after=never\n"));
   EXPECT_THAT(out_.str(), HasSubstr("key=0x"));
-  EXPECT_THAT(out_.str(), HasSubstr("  --job 1 --key 0x"));
+  EXPECT_THAT(out_.str(), HasSubstr("  --job 1 --key-file FILE   (FILE: mode 0600, holding 0x"));
   EXPECT_THAT(out_.str(), HasSubstr("  SERENE_JOB=1 SERENE_KEY=0x"));
   out_.str("");
   ASSERT_EQ(CreateJob(*client_, o, io()), kExitOk);

@@ -130,7 +130,7 @@ TEST_F(CtlTest, CreatedKeyLetsAWorkerJoin) {
   ASSERT_NE(at, std::string::npos) << r.output;
   const std::string key_text = r.output.substr(at + 11, 10);
   EXPECT_THAT(r.output, HasSubstr("key=" + key_text + "\n"));
-  EXPECT_THAT(r.output, HasSubstr("--job 1 --key " + key_text));
+  EXPECT_THAT(r.output, HasSubstr("--job 1 --key-file FILE   (FILE: mode 0600, holding " + key_text));
 
   ClientOptions options;
   options.switch_address = switch_.address();
@@ -431,7 +431,10 @@ class CtlTokenTest : public CtlTest {
     static const std::string path = [] {
       const auto p = std::filesystem::temp_directory_path() /
                      ("serene_ctl_e2e_token_" + std::to_string(::getpid()));
-      std::ofstream(p) << "s3cret-token\n";
+      std::ofstream(p) << "s3cret-token-0123456789\n";
+      // A token file must be private (docs/security.md, "Secrets").
+      std::filesystem::permissions(p, std::filesystem::perms::owner_read |
+                                          std::filesystem::perms::owner_write);
       return p.string();
     }();
     return path;
@@ -448,7 +451,8 @@ TEST_F(CtlTokenTest, TheRightTokenWorks) {
 }
 
 TEST_F(CtlTokenTest, AWrongTokenExits1) {
-  const std::string wrong = dir_.Write("wrong", "guess\n");
+  const std::string wrong = dir_.Write("wrong", "a-wrong-guess-0123456789\n");
+  std::filesystem::permissions(wrong, std::filesystem::perms::owner_read);
   Outcome r = Ctl({"--token-file", wrong, "job", "create", "--workers", "1", "--elements", "1"});
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_THAT(r.output, StartsWith("serene-ctl: unauthenticated: wrong token"));

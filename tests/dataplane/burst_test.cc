@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -150,21 +151,34 @@ TEST(Burst, HasTheEffectOfProcessingOnePacketAtATime) {
   EXPECT_EQ(g1.bad_key, g2.bad_key);
 }
 
+// A control operation that takes the job's lock exclusive and changes
+// nothing: an eviction of rank 2 if it were silent for ~584 years.
+void ExclusiveNoOp(Harness& h) {
+  Output out = Output::ForBatch(1);
+  (void)h.pipeline().EvictIfSilent(1, 2, UINT64_MAX, h.now, &out);
+}
+
+// Starts the burst job and has `b` hold it shared: processes one INC of
+// rank 0 (clock 1, row 0) and returns it (sent again, it is a duplicate).
+std::vector<uint8_t> HoldTheJob(Harness& h, Pipeline::Burst& b, Output* out) {
+  StartBurstJob(h, 0);
+  std::vector<uint8_t> inc =
+      PacketBuilder(Op::kInc, 1, 0, h.key()).Clock(1).Row(0).Values(RowValues(0, 1, 0)).Build();
+  b.Process(inc, WorkerAddr(0), proto::Endpoint{}, h.now, out);
+  return inc;
+}
+
 // A burst that holds the job's lock between two INCs lets a waiting writer
-// (here telemetry, which takes the lock exclusive) in at its next packet,
-// not at its end.
+// in at its next packet, not at its end.
 TEST(Burst, AWaitingWriterGetsInBeforeTheBurstEnds) {
   Harness h;
-  StartBurstJob(h, 0);
-  const auto inc = PacketBuilder(Op::kInc, 1, 0, h.key()).Clock(1).Row(0).Values(RowValues(0, 1, 0)).Build();
-
   Output out = Output::ForBatch(1);
   Pipeline::Burst b(h.pipeline());
-  b.Process(inc, WorkerAddr(0), proto::Endpoint{}, h.now, &out);  // holds job 1 shared
+  const std::vector<uint8_t> inc = HoldTheJob(h, b, &out);
 
   std::atomic<bool> writer_done{false};
   std::thread writer([&] {
-    (void)h.pipeline().Telemetry(1);
+    ExclusiveNoOp(h);
     writer_done.store(true);
   });
   // Each further packet (a duplicate INC: still processed under the lock)
@@ -184,6 +198,32 @@ TEST(Burst, AWaitingWriterGetsInBeforeTheBurstEnds) {
             packets - 1);
 }
 
+// Telemetry (a /metrics scrape, a controller's poll) reads under the job's
+// shared lock: it neither waits for a burst that holds the job (no further
+// packet comes to let it in) nor stops the burst's INCs.
+TEST(Burst, TelemetryDoesNotWaitForABurst) {
+  Harness h;
+  Output out = Output::ForBatch(1);
+  Pipeline::Burst b(h.pipeline());
+  (void)HoldTheJob(h, b, &out);
+
+  std::atomic<bool> read{false};
+  std::atomic<uint32_t> rows_seen{0};
+  std::thread reader([&] {
+    auto t = h.pipeline().Telemetry(1);
+    if (t.ok()) rows_seen.store(t->workers[0].rows_this_clock);
+    read.store(true);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!read.load() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(read.load()) << "telemetry waited for the burst to end";
+  b.End();  // lets an exclusive reader in, so that the thread can be joined
+  reader.join();
+  EXPECT_EQ(rows_seen.load(), 0u) << "the burst's tally is added at its end";
+}
+
 // Several threads, each with bursts of its rank's INCs and CLOCK, and a
 // control thread taking the job's lock exclusive all the while: every sum is
 // exact, nothing deadlocks (and TSan sees no race).
@@ -195,7 +235,7 @@ TEST(Burst, ThreadsWithBurstsAndAWriterKeepEverySumExact) {
 
   std::atomic<bool> stop{false};
   std::thread control([&] {
-    while (!stop.load()) (void)h.pipeline().Telemetry(1);
+    while (!stop.load()) ExclusiveNoOp(h);
   });
   std::vector<std::thread> ranks;
   std::atomic<uint32_t> failures{0};

@@ -76,6 +76,7 @@ TEST(SwitchConfigTest, AppliesEveryFlag) {
        "--control",     "[::1]:7101",
        "--token-file",  "/etc/serene/token",
        "--metrics",     "127.0.0.1:9470",
+       "--metrics-token-file", "/etc/serene/metrics.token",
        "--job",         "id=1,workers=4,elements=79510,policy=ssp:10,key=0xBEEF,evict_after=2500ms",
        "--job",         "id=2,workers=2,elements=10,row=4,scale=2^20,key=7,policy=quorum:1:3"});
   ASSERT_TRUE(c.ok()) << c.status().message();
@@ -105,7 +106,41 @@ TEST(SwitchConfigTest, AppliesEveryFlag) {
   EXPECT_EQ(c->jobs[1].row_width, 4u);
   EXPECT_EQ(c->jobs[1].scale_log2, 20u);
   EXPECT_EQ(c->jobs[1].policy, dataplane::BarrierParams::Quorum(1, 3));
-  EXPECT_TRUE(c->Warnings().empty());
+  EXPECT_EQ(c->metrics_token_file, "/etc/serene/metrics.token");
+  // Both keys were on the command line: warned about (docs/security.md, "Secrets").
+  EXPECT_EQ(c->argv_key_jobs, (std::vector<uint16_t>{1, 2}));
+  const auto w = c->Warnings();
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0], "job 1: its key is on the command line (--job key=), where every local user can "
+                  "read it (/proc/PID/cmdline); give key_file=FILE (mode 0600) instead");
+}
+
+TEST(SwitchConfigTest, AJobKeyFromAPrivateFile) {
+  const std::string key = WriteTemp("switch-config-test.key", "0xBEEF\n");
+  std::filesystem::permissions(key, std::filesystem::perms::owner_read |
+                                        std::filesystem::perms::owner_write);
+  auto flags = FromFlags({"--job", "id=1,workers=2,elements=4,key_file=" + key + ",policy=sync"});
+  ASSERT_TRUE(flags.ok()) << ErrorOf(flags);
+  EXPECT_EQ(flags->jobs[0].key, 0xBEEFu);
+  EXPECT_TRUE(flags->Warnings().empty()) << flags->Warnings()[0];
+
+  auto toml = ParseTomlConfig("[[job]]\nid = 3\nworkers = 2\nelements = 4\nkey_file = \"" + key +
+                                  "\"\n",
+                              "k.toml");
+  ASSERT_TRUE(toml.ok()) << ErrorOf(toml);
+  EXPECT_EQ(toml->jobs[0].key, 0xBEEFu);
+
+  auto both = FromFlags({"--job", "id=1,workers=2,elements=4,key=1,key_file=" + key});
+  EXPECT_NE(ErrorOf(both).find("--job: give a job's key once: key= or key_file=, not both"),
+            std::string::npos)
+      << ErrorOf(both);
+  std::filesystem::permissions(key, std::filesystem::perms::group_read,
+                               std::filesystem::perm_options::add);
+  auto shared = FromFlags({"--job", "id=1,workers=2,elements=4,key_file=" + key});
+  EXPECT_NE(ErrorOf(shared).find("--job: key_file: key file '" + key + "' has mode 0640"),
+            std::string::npos)
+      << ErrorOf(shared);
+  std::filesystem::remove(key);
 }
 
 TEST(SwitchConfigTest, OffloadIsOnUnlessTurnedOff) {
@@ -380,15 +415,17 @@ TEST(SwitchConfigTest, WarnsAboutMissingKeysAndOversizedRows) {
                       "id=5,workers=2,elements=4096,row=1024,key=3"});
   ASSERT_TRUE(c.ok()) << c.status().message();
   auto w = c->Warnings();
-  ASSERT_EQ(w.size(), 2u);
+  ASSERT_EQ(w.size(), 3u);
   EXPECT_NE(w[0].find("job 4 has no key"), std::string::npos) << w[0];
   EXPECT_NE(w[1].find("job 5: rows of 1024 values make 4120-byte datagrams"), std::string::npos)
       << w[1];
+  EXPECT_NE(w[2].find("job 5: its key is on the command line"), std::string::npos) << w[2];
   // Loopback has a 64 KiB MTU: large rows are fine there.
   auto lo =
       FromFlags({"--bind", "127.0.0.1", "--job", "id=5,workers=2,elements=4096,row=1024,key=3"});
   ASSERT_TRUE(lo.ok());
-  EXPECT_TRUE(lo->Warnings().empty());
+  ASSERT_EQ(lo->Warnings().size(), 1u);
+  EXPECT_NE(lo->Warnings()[0].find("on the command line"), std::string::npos);
 }
 
 TEST(SwitchConfigTest, ByteSizesAndLogLevels) {
