@@ -14,7 +14,7 @@
 #      bounded fuzzing run of 30 s per target (docs/fuzzing.md);
 #   3. the tests under ASan+UBSan and the threaded ones under TSan
 #      (docs/sanitizers.md).
-# Each step prints how long it took; the whole takes about 25 minutes on
+# Each step prints how long it took; the whole takes about 40 minutes on
 # 2 cores (docs/reliability.md, "Running it").
 set -euo pipefail
 cd "$(dirname "$0")/.."
