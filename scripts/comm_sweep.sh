@@ -6,7 +6,10 @@
 # medians over runs.
 #   bash scripts/comm_sweep.sh                       # 3 runs, results/comm/sweep.*
 #   bash scripts/comm_sweep.sh --runs 1 --quick      # small models only
+#   bash scripts/comm_sweep.sh --point "4 79510 362" # only this point (workers elements row; repeatable)
 #   bash scripts/comm_sweep.sh --plot-only           # redo table and plot from OUT.jsonl
+# The published figure (docs/performance.md) is made from these JSON lines by
+# scripts/evidence.py record-comm (scripts/reproduce.sh does both).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,13 +18,15 @@ OUT=results/comm/sweep
 RUNS=3
 QUICK=0
 PLOT_ONLY=0
-usage() { sed -n '2,9p' "$0"; }
+ONLY=()
+usage() { sed -n '2,12p' "$0"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bin-dir) BIN="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --runs) RUNS="$2"; shift 2 ;;
     --quick) QUICK=1; shift ;;
+    --point) ONLY+=("$2"); shift 2 ;;
     --plot-only) PLOT_ONLY=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "comm_sweep.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
@@ -41,6 +46,17 @@ POINTS=(
   "8 1000000 4096" "8 1000000 362"
   "8 25600000 4096"
 )
+if (( ${#ONLY[@]} )); then
+  for p in "${ONLY[@]}"; do
+    [[ "$p" =~ ^[1-9][0-9]*\ [1-9][0-9]*\ [1-9][0-9]*$ ]] || { echo "comm_sweep.sh: --point '$p': expected \"workers elements row\"" >&2; exit 2; }
+  done
+  POINTS=("${ONLY[@]}")
+fi
+if (( QUICK )); then
+  small=()
+  for p in "${POINTS[@]}"; do read -r w e r <<< "$p"; (( e > 1000000 )) || small+=("$p"); done
+  POINTS=("${small[@]}")
+fi
 iters_for() {  # enough iterations for a median, few for the big models
   if (( $1 <= 100000 )); then echo "60 5"; elif (( $1 <= 1000000 )); then echo "25 3"; else echo "8 2"; fi
 }
@@ -51,7 +67,6 @@ if (( ! PLOT_ONLY )); then
   for run in $(seq 1 "$RUNS"); do
     for p in "${POINTS[@]}"; do
       read -r w e r <<< "$p"
-      (( QUICK && e > 1000000 )) && continue
       read -r iters warmup <<< "$(iters_for "$e")"
       n=$((n + 1))
       echo "[$n/$total] run $run: $w workers, $e elements, rows of $r ($iters iterations)" >&2

@@ -5,12 +5,12 @@
 # then regenerates the tables between the docs' generated markers and the
 # plots from those records (scripts/evidence.py).
 #
-#   bash scripts/reproduce.sh            # everything: ~2.5 h on 2 cores
-#   bash scripts/reproduce.sh --quick    # the demo's figures only: ~10 min on 2 cores
+#   bash scripts/reproduce.sh            # everything: ~3 h on 2 cores
+#   bash scripts/reproduce.sh --quick    # the demo's figures and comm's small N = 4 points: ~13 min on 2 cores
 #   bash scripts/reproduce.sh --only policies-sim:paper   # one figure (or figure:scenario)
 #   bash scripts/reproduce.sh --tables   # no runs: tables and plots from docs/data
 #
-# Figures (docs/results.md, docs/experiments.md):
+# Figures (docs/results.md, docs/experiments.md, docs/performance.md):
 #   policies-sim   serene-sim, 5 seeds, SYNC, SSP(2), SSP(10), SSP(32), ASYNC and
 #                  policies/adaptive.lua side by side in each scenario of
 #                  experiments/: demo, paper, heterogeneous, failure, cnn
@@ -19,9 +19,14 @@
 #   demo-real      serene-experiment, the README's demo (real switch and ranks
 #                  on this host), seeds 1-5 (quick: 1-3). Real time: run it on
 #                  a quiet machine.
+#   comm           serene-bench comm (scripts/comm_sweep.sh, docs/performance.md):
+#                  Serene against Gloo's allreduce at 4 and 8 workers, 79,510,
+#                  1M and 25.6M values, rows of 362 and 4096, 5 runs of every
+#                  point (~25 min; quick: N = 4 at 79,510 and 1M values, 5
+#                  runs, ~3 min). Real time: run it on a quiet machine.
 # Not yet recorded here (their numbers in docs are still typed from runs):
-# performance.md's benchmarks (scripts/comm_sweep.sh), the scale sweep, the
-# fault matrix summary and the simulator's validation; see docs/results.md.
+# performance.md's micro-benchmarks and scale sweep, the fault matrix summary
+# and the simulator's validation; see docs/results.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,7 +36,7 @@ while [[ $# -gt 0 ]]; do
     --quick) quick=1; shift ;;
     --tables) tables_only=1; shift ;;
     --only) only+=("$2"); shift 2 ;;
-    -h|--help) sed -n 2,24p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,29p "$0"; exit 0 ;;
     *) echo "reproduce.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -50,7 +55,7 @@ wanted() {  # wanted FIGURE SCENARIO: is this run asked for?
 }
 
 if [[ $tables_only -eq 0 ]]; then
-  for b in serene-sim serene-experiment; do
+  for b in serene-sim serene-experiment serene-bench; do
     [[ -x $BIN/$b ]] || { echo "reproduce.sh: no $BIN/$b: build first (cmake --preset default && cmake --build --preset default)" >&2; exit 2; }
   done
   git diff --quiet HEAD -- . ':(exclude)docs' || echo "reproduce.sh: note: the tree has uncommitted changes; records say +dirty"
@@ -79,6 +84,18 @@ if [[ $tables_only -eq 0 ]]; then
         --scenario demo --seed "$seed" $fresh
       fresh=
     done
+  fi
+
+  if wanted comm comm; then
+    points=()
+    if [[ $quick -eq 1 ]]; then
+      points=(--point "4 79510 362" --point "4 79510 4096" --point "4 1000000 362"
+              --point "4 1000000 4096")
+    fi
+    say "comm: serene-bench comm, 5 runs of every point (real processes)"
+    bash scripts/comm_sweep.sh --bin-dir "$BIN" --runs 5 "${points[@]}" \
+      --out "$scratch/comm/sweep" >/dev/null
+    $PY scripts/evidence.py record-comm "$scratch/comm/sweep.jsonl"
   fi
 fi
 
