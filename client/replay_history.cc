@@ -1,6 +1,5 @@
 #include "client/replay_history.h"
 
-#include <algorithm>
 #include <utility>
 
 namespace serene::client {
@@ -25,9 +24,7 @@ bool AddChecked(std::span<int32_t> fold, std::span<const int32_t> add) {
 
 void ReplayHistory::Start(size_t elements) {
   fold_.assign(elements, 0);
-  last_.assign(elements, 0);
-  folded_ = has_last_ = overflowed_ = false;
-  last_clock_ = 0;
+  folded_ = overflowed_ = false;
   incomplete_.clear();
 }
 
@@ -35,20 +32,10 @@ void ReplayHistory::MarkIncomplete(std::string why) {
   if (incomplete_.empty()) incomplete_ = std::move(why);
 }
 
-void ReplayHistory::OnReleased(uint32_t clock, std::span<const int32_t> pushed,
-                               std::vector<int32_t>* inc) {
-  if (has_last_) {
-    overflowed_ |= AddChecked(fold_, last_);
-    folded_ = true;
-  }
-  has_last_ = !pushed.empty();
-  last_clock_ = clock;
-  if (!has_last_) return;
-  if (pushed.data() == inc->data() && pushed.size() == inc->size()) {
-    std::swap(*inc, last_);
-  } else {
-    std::copy(pushed.begin(), pushed.end(), last_.begin());
-  }
+void ReplayHistory::OnReleased(std::span<const int32_t> pushed) {
+  if (pushed.empty()) return;
+  overflowed_ |= AddChecked(fold_, pushed);
+  folded_ = true;
 }
 
 std::string ReplayHistory::Incomplete() const {

@@ -176,7 +176,6 @@ Status UdpClient::Replay(uint32_t from, uint32_t to) {
     rank_.pushed = false;
     std::span<const int32_t> values;
     if (history_.has_fold() && c == fold_clock) values = history_.fold();
-    if (history_.has_last() && c == history_.last_clock()) values = history_.last();
     if (!values.empty()) {
       Status s = PushRows(values, c);
       if (!s.ok()) return s;
@@ -348,8 +347,7 @@ Result<ClockResult> UdpClient::Clock() {
     if (!s.ok()) return s;
     r = op.result();
     if (op.end() == ClockOp::End::kReleased) {
-      history_.OnReleased(c, rank_.pushed ? rank_.pushed_values : std::span<const int32_t>(),
-                          &rank_.inc);
+      history_.OnReleased(rank_.pushed ? rank_.pushed_values : std::span<const int32_t>());
       rank_.done = c;
       rank_.pushed = false;
       break;
