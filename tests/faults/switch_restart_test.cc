@@ -5,12 +5,15 @@
 // forbids, none twice — under SYNC, SSP and ASYNC (docs/reliability.md,
 // guarantee 6).
 //
-// Each trial is small (4 ranks, 2,000 values in rows of 64, 200 clocks) and
-// kills the switch at a random moment: once the slowest rank completed a
-// random clock of the first half (the other half is the margin for the
-// kill to land before the run ends), after a random delay of up to 3 ms (mid-pull, mid-push or
-// at the barrier), and restarts it after another random pause of up to
-// 150 ms. 20 trials per policy, seeded, so a failure can be replayed.
+// Each trial is small (4 ranks, 2,000 values in rows of 64, 200 clocks; rank
+// 3 sleeps 2 ms before each step, so the slowest rank's clock advances at
+// most every 2 ms and faster ones run ahead under SSP and ASYNC) and kills
+// the switch at a random moment: once the slowest rank completed a random
+// clock of the first half (the other half, at least 200 ms, is the margin
+// for the kill to land before the run ends), after a random delay of up to 3
+// ms (mid-pull, mid-push or at the barrier), and restarts it after another
+// random pause of up to 150 ms. 20 trials per policy, seeded, so a failure
+// can be replayed.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -22,6 +25,7 @@
 
 #include "bench_report.h"
 #include "control/runtime_client.h"
+#include "loadgen/switch_launch.h"
 #include "testing/switch_process.h"
 
 namespace serene::faults {
@@ -35,9 +39,11 @@ constexpr uint32_t kClocks = 200;
 constexpr int kTrials = 20;
 constexpr auto kGuard = std::chrono::seconds(60);
 
-std::string JobSpec(const std::string& policy) {
+// The job, with a reply group on the loopback as serene-bench gives the
+// switches it starts (so completed rows and group READs cross the restart).
+std::string JobSpec(const std::string& policy, const std::string& group) {
   return "id=1,workers=" + std::to_string(kWorkers) +
-         ",elements=2000,row=64,key=0x5E4E,policy=" + policy;
+         ",elements=2000,row=64,key=0x5E4E,policy=" + policy + ",group=" + group;
 }
 
 // The slowest rank's completed clock on `sw`, or -1 while unknown.
@@ -75,7 +81,10 @@ TEST_P(SwitchRestartTest, EveryPullStaysExactAcrossKillAndRestart) {
     const auto restart_pause =
         std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 150)(rng));
 
-    auto first = std::make_unique<SwitchProcess>(std::vector<std::string>{"--job", JobSpec(policy)});
+    auto group = loadgen::LoopbackGroup(1);
+    ASSERT_TRUE(group.ok()) << group.status().message();
+    const std::string job = JobSpec(policy, *group);
+    auto first = std::make_unique<SwitchProcess>(std::vector<std::string>{"--job", job});
     ASSERT_TRUE(first->ok()) << first->output();
     const std::string address = first->address();
     const std::string port = address.substr(address.rfind(':') + 1);
@@ -85,7 +94,7 @@ TEST_P(SwitchRestartTest, EveryPullStaysExactAcrossKillAndRestart) {
     BenchProcess bench(SERENE_BENCH_BIN,
                        {"--switch", address, "--workers", std::to_string(kWorkers), "--elements",
                         "2000", "--row", "64", "--clocks", std::to_string(kClocks), "--key",
-                        "0x5E4E", "--policy", policy});
+                        "0x5E4E", "--policy", policy, "--straggler", "3", "--straggle-ms", "2"});
     ASSERT_TRUE(bench.started());
 
     // Kill once the slowest rank completed `kill_after_clock`.
@@ -97,7 +106,7 @@ TEST_P(SwitchRestartTest, EveryPullStaysExactAcrossKillAndRestart) {
     std::this_thread::sleep_for(kill_delay);
     first->Kill();
     std::this_thread::sleep_for(restart_pause);
-    SwitchProcess second({"--job", JobSpec(policy), "--port", port});
+    SwitchProcess second({"--job", job, "--port", port});
     ASSERT_TRUE(second.ok()) << second.output();
 
     const BenchReport r = bench.Finish(kGuard);
