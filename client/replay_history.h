@@ -2,10 +2,12 @@
 // lost the job (it restarted) can be rebuilt exactly (docs/protocol.md,
 // "Recovery: a switch that lost the job").
 //
-// One sum, whatever the job's age: the *fold*, every update this rank pushed
-// in a clock it was released from (rank 0's includes its clock-0 seed). The
-// update in flight is the client's own (RankState::pushed_values). Each
-// RELEASE adds the clock's update to the fold: one pass over the model.
+// One sum, whatever the job's age: every update this rank pushed (rank 0's
+// clock-0 seed included). A row is added as it is pushed, while it is in
+// cache from being encoded, so the sum costs about one more pass over the
+// model's memory per clock. The protocol's *fold* is this sum without the
+// update in flight (pushed, not yet released), which recovery pushes at its
+// own clock: FoldWithout.
 //
 // Not thread-safe: one per Client.
 #pragma once
@@ -27,20 +29,27 @@ class ReplayHistory {
   // rebuilt. `why` ends up in the error recovery fails with.
   void MarkIncomplete(std::string why);
 
-  // A clock was released in which this rank pushed `pushed` (empty: nothing).
-  void OnReleased(std::span<const int32_t> pushed);
+  // Adds (sign +1) or takes back (-1) `values`, elements [begin, begin +
+  // size) of an update: a row as it is pushed, or a row whose push failed.
+  void AddRow(size_t begin, std::span<const int32_t> values, int sign = 1);
+  // One more (or, with -1, one fewer) update is in the sum.
+  void CountUpdate(int sign = 1) { updates_ += sign; }
+  // Takes a whole update back out (an update the switch dropped as moot: the
+  // rank was evicted and resumed ahead).
+  void Remove(std::span<const int32_t> update);
 
   // Empty when the job can be rebuilt from this history, else why not.
   std::string Incomplete() const;
 
-  // The fold, and whether it holds any update.
-  bool has_fold() const { return folded_; }
-  std::span<const int32_t> fold() const { return fold_; }
+  // The fold: the sum without `in_flight` (empty: nothing in flight), and
+  // whether it holds any update.
+  std::vector<int32_t> FoldWithout(std::span<const int32_t> in_flight) const;
+  bool HasFold(bool in_flight) const { return updates_ > (in_flight ? 1 : 0); }
 
  private:
-  std::vector<int32_t> fold_;
-  bool folded_ = false;      // fold_ holds at least one update
-  bool overflowed_ = false;  // a sum in fold_ left the int32 range
+  std::vector<int32_t> sum_;
+  int64_t updates_ = 0;      // updates in sum_
+  bool overflowed_ = false;  // a sum in sum_ left the int32 range
   std::string incomplete_;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "client/clock_op.h"
 #include "client/join_op.h"
@@ -158,26 +159,27 @@ Status UdpClient::Recover(const std::string& why) {
     if (!s.ok()) return s;
   }
   if (done != proto::kNoClock) {
-    s = Replay(rank_.done + 1, done);
+    const std::vector<int32_t> fold =
+        history_.FoldWithout(pushed ? in_flight : std::span<const int32_t>());
+    s = Replay(rank_.done + 1, done, history_.HasFold(pushed) ? fold : std::span<const int32_t>());
     if (!s.ok()) return s;
   }
   rank_.done = done;
   rank_.pushed = false;
-  if (pushed) return PushRows(in_flight, rank_.clock());
+  if (pushed) return PushRows(in_flight, rank_.clock(), /*record=*/false);
   return Status::Ok();
 }
 
-Status UdpClient::Replay(uint32_t from, uint32_t to) {
+Status UdpClient::Replay(uint32_t from, uint32_t to, std::span<const int32_t> fold) {
   // Rank 0's fold (its seed and more) goes in at the seeding clock; the
   // others may not INC there, theirs goes in at clock 1.
   const uint32_t fold_clock = options_.rank == 0 ? 0 : 1;
   for (uint32_t c = from; proto::ClockDiff(c, to) <= 0; ++c) {
     rank_.done = c - 1;
     rank_.pushed = false;
-    std::span<const int32_t> values;
-    if (history_.has_fold() && c == fold_clock) values = history_.fold();
+    const std::span<const int32_t> values = c == fold_clock ? fold : std::span<const int32_t>();
     if (!values.empty()) {
-      Status s = PushRows(values, c);
+      Status s = PushRows(values, c, /*record=*/false);
       if (!s.ok()) return s;
     }
     ClockOp op(transport_, rank_, c, values.empty() ? 0 : rank_.info.rows, &stats_);
@@ -287,7 +289,7 @@ Status UdpClient::PushFixed(std::span<const int32_t> update) {
   if (Status s = CheckPush(update.size()); !s.ok()) return s;
   // The caller may change `update` once Push returns: NACKs re-send a copy.
   if (update.data() != rank_.inc.data()) std::copy(update.begin(), update.end(), rank_.inc.begin());
-  return PushRows(rank_.inc, clock());
+  return PushRows(rank_.inc, clock(), /*record=*/true);
 }
 
 Status UdpClient::CheckPush(size_t elements) const {
@@ -312,18 +314,35 @@ Status UdpClient::CheckPush(size_t elements) const {
   return Status::Ok();
 }
 
-Status UdpClient::PushRows(std::span<const int32_t> values, uint32_t c) {
+Status UdpClient::PushRows(std::span<const int32_t> values, uint32_t c, bool record) {
   const auto started = SteadyClock::now();
   const uint32_t first = FirstRow(options_.rank, rank_.info);
-  for (uint32_t i = 0; i < rank_.info.rows; ++i) {
-    const uint32_t r = RowAt(first, i, rank_.info.rows);
-    const size_t begin = size_t{r} * rank_.info.row_width;
-    const size_t len = std::min<size_t>(rank_.info.row_width, rank_.info.elements - begin);
-    Status s = transport_.Queue(proto::Op::kInc, c, r, 0, values.subspan(begin, len));
-    if (!s.ok()) return s;
+  const auto row = [&](uint32_t i) {
+    const size_t begin = size_t{RowAt(first, i, rank_.info.rows)} * rank_.info.row_width;
+    return std::pair(begin, values.subspan(begin, std::min<size_t>(rank_.info.row_width,
+                                                                   rank_.info.elements - begin)));
+  };
+  uint32_t recorded = 0;  // rows added to the history
+  Status s;
+  for (uint32_t i = 0; i < rank_.info.rows && s.ok(); ++i) {
+    const auto [begin, v] = row(i);
+    s = transport_.Queue(proto::Op::kInc, c, RowAt(first, i, rank_.info.rows), 0, v);
+    // Into the history while the row is in cache from being encoded.
+    if (s.ok() && record) {
+      history_.AddRow(begin, v);
+      ++recorded;
+    }
   }
-  Status s = transport_.Flush();
-  if (!s.ok()) return s;
+  if (s.ok()) s = transport_.Flush();
+  if (!s.ok()) {
+    // Not pushed: the caller may push again, so the history takes it back.
+    for (uint32_t i = 0; i < recorded; ++i) {
+      const auto [begin, v] = row(i);
+      history_.AddRow(begin, v, -1);
+    }
+    return s;
+  }
+  if (record) history_.CountUpdate();
   rank_.pushed_values = values;
   rank_.pushed = true;
   stats_.push_time += SteadyClock::now() - started;
@@ -347,7 +366,6 @@ Result<ClockResult> UdpClient::Clock() {
     if (!s.ok()) return s;
     r = op.result();
     if (op.end() == ClockOp::End::kReleased) {
-      history_.OnReleased(rank_.pushed ? rank_.pushed_values : std::span<const int32_t>());
       rank_.done = c;
       rank_.pushed = false;
       break;
@@ -355,6 +373,7 @@ Result<ClockResult> UdpClient::Clock() {
     if (op.end() == ClockOp::End::kRejoinedAhead) {
       // Evicted and resumed at the live ranks' clock: this clock's update is
       // moot; the caller pulls the model of the new clock.
+      if (rank_.pushed) history_.Remove(rank_.pushed_values);
       s = Adopt(op.ack());
       if (s.ok()) s = AwaitPendingRelease();
       if (!s.ok()) return s;
@@ -402,7 +421,7 @@ Result<ClockResult> UdpClient::ExchangeFixed(std::span<const int32_t> update,
     if (Status s = PushFixed(update); !s.ok()) return s;
   } else {
     if (Status s = CheckPush(update.size()); !s.ok()) return s;
-    if (Status s = PushRows(update, clock()); !s.ok()) return s;
+    if (Status s = PushRows(update, clock(), /*record=*/true); !s.ok()) return s;
   }
   // The next clock's rows that come while the barrier waits land in the
   // caller's model, not in pull_buf_ to be copied at the pull. (A JOIN on

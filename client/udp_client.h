@@ -66,13 +66,15 @@ class UdpClient final : public Client {
   // the same clock, its update of that clock (if pushed) pushed again.
   Status Recover(const std::string& why);
   // Replays clocks `from` .. `to` (the rank's last released one) on the new
-  // incarnation: INC what the history holds for each, CLOCK, RELEASE.
-  Status Replay(uint32_t from, uint32_t to);
+  // incarnation: CLOCK each, INCing `fold` (empty: none) at the fold's clock
+  // (0 for rank 0, else 1), and wait for its RELEASE.
+  Status Replay(uint32_t from, uint32_t to, std::span<const int32_t> fold);
   Status SaturationError() const;
   // INCs `values` (the job's elements) into every row of clock `c`, this
   // rank's rows first; NACKs re-send from `values`, which must stay as they
-  // are until the clock is released.
-  Status PushRows(std::span<const int32_t> values, uint32_t c);
+  // are until the clock is released. With `record`, a new update: each row
+  // is added to the history as it goes out (a replay's are not).
+  Status PushRows(std::span<const int32_t> values, uint32_t c, bool record);
   // Refuses an update of the wrong size (`elements`), a push at clock 0 but
   // from rank 0, and a second push in one clock. Called before anything is
   // written: NACKs of the first push re-send from rank_.inc.
