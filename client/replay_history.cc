@@ -12,7 +12,8 @@ bool AddChecked(std::span<int32_t> sum, std::span<const int32_t> add, int sign) 
   uint32_t overflow = 0;
   for (size_t i = 0; i < sum.size(); ++i) {
     const uint32_t a = static_cast<uint32_t>(sum[i]);
-    const uint32_t b = sign > 0 ? static_cast<uint32_t>(add[i]) : 0u - static_cast<uint32_t>(add[i]);
+    const uint32_t b =
+        sign > 0 ? static_cast<uint32_t>(add[i]) : 0u - static_cast<uint32_t>(add[i]);
     const uint32_t s = a + b;
     overflow |= (a ^ s) & (b ^ s);  // sign flipped where both operands agree
     sum[i] = static_cast<int32_t>(s);

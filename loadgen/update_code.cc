@@ -66,8 +66,8 @@ std::string UpdateCode::Check(std::span<const int32_t> model, uint32_t self,
       const size_t end = std::min(begin + kFields, row_end);
       const uint32_t owner = Owner(begin);
       const int64_t a = int64_t{model[begin]} - Seed(begin);
-      const std::string where = "element " + std::to_string(begin) + " (rank " +
-                                std::to_string(owner) + "'s updates) ";
+      const std::string where =
+          "element " + std::to_string(begin) + " (rank " + std::to_string(owner) + "'s updates) ";
       if (a < 0 || a > clocks_) {
         return where + "counts " + std::to_string(a) + " of them (value " +
                std::to_string(model[begin]) + "): updates lost or applied twice";

@@ -37,14 +37,39 @@ constexpr const char* kJob = "id=1,workers=2,elements=79510,row=362,key=0x7E57,p
 
 std::unique_ptr<ChildProcess> StartRank(const std::string& address, int rank,
                                         const fs::path& metrics) {
-  return std::make_unique<ChildProcess>(
-      SERENE_TRAIN_BIN,
-      std::vector<std::string>{"--backend", "serene", "--switch", address, "--job", "1", "--key",
-                               "0x7E57", "--rank", std::to_string(rank), "--world-size", "2",
-                               "--model", "mlp", "--steps", std::to_string(kSteps),
-                               "--eval-every", "10", "--eval-samples", "1000", "--eval-ranks",
-                               "all", "--seed", "5", "--threads", "1", "--target-accuracy", "1",
-                               "--metrics", metrics.string(), "--log-level", "warn"});
+  return std::make_unique<ChildProcess>(SERENE_TRAIN_BIN,
+                                        std::vector<std::string>{"--backend",
+                                                                 "serene",
+                                                                 "--switch",
+                                                                 address,
+                                                                 "--job",
+                                                                 "1",
+                                                                 "--key",
+                                                                 "0x7E57",
+                                                                 "--rank",
+                                                                 std::to_string(rank),
+                                                                 "--world-size",
+                                                                 "2",
+                                                                 "--model",
+                                                                 "mlp",
+                                                                 "--steps",
+                                                                 std::to_string(kSteps),
+                                                                 "--eval-every",
+                                                                 "10",
+                                                                 "--eval-samples",
+                                                                 "1000",
+                                                                 "--eval-ranks",
+                                                                 "all",
+                                                                 "--seed",
+                                                                 "5",
+                                                                 "--threads",
+                                                                 "1",
+                                                                 "--target-accuracy",
+                                                                 "1",
+                                                                 "--metrics",
+                                                                 metrics.string(),
+                                                                 "--log-level",
+                                                                 "warn"});
 }
 
 // Trains both ranks into `dir`; with `kill_after` > 0, kills the switch once
@@ -73,12 +98,13 @@ void Train(const fs::path& dir, uint32_t kill_after) {
     ASSERT_LT(low, kSteps) << "the kill must land inside the run";
     sw->Kill();
     const std::string port = address.substr(address.rfind(':') + 1);
-    second = std::make_unique<SwitchProcess>(std::vector<std::string>{"--job", kJob, "--port", port});
+    second =
+        std::make_unique<SwitchProcess>(std::vector<std::string>{"--job", kJob, "--port", port});
     ASSERT_TRUE(second->ok()) << second->output();
   }
   for (int r = 0; r < 2; ++r) {
-    EXPECT_EQ(ranks[r]->Wait(std::chrono::seconds(120)), 0)
-        << "rank " << r << ":\n" << ranks[r]->output();
+    EXPECT_EQ(ranks[r]->Wait(std::chrono::seconds(120)), 0) << "rank " << r << ":\n"
+                                                            << ranks[r]->output();
   }
 }
 

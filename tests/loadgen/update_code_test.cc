@@ -67,9 +67,9 @@ TEST(UpdateCode, AWindowAllowsAnythingBetweenItsBounds) {
   EXPECT_EQ(at10.lo, 7u);
   EXPECT_EQ(at10.hi, 12u);
   EXPECT_EQ(code.Check(Model(code, {9, 7, 12}), 0, at10), "");
-  EXPECT_NE(code.Check(Model(code, {9, 6, 12}), 0, at10), "");   // a required clock missing
-  EXPECT_NE(code.Check(Model(code, {9, 7, 13}), 0, at10), "");   // a forbidden one
-  EXPECT_NE(code.Check(Model(code, {8, 7, 12}), 0, at10), "");   // the rank's own missing
+  EXPECT_NE(code.Check(Model(code, {9, 6, 12}), 0, at10), "");  // a required clock missing
+  EXPECT_NE(code.Check(Model(code, {9, 7, 13}), 0, at10), "");  // a forbidden one
+  EXPECT_NE(code.Check(Model(code, {8, 7, 12}), 0, at10), "");  // the rank's own missing
   const PullBounds async = code.Bounds(10, /*exact=*/false, 0xFFFFFFFFu);
   EXPECT_EQ(code.Check(Model(code, {9, 0, 20}), 0, async), "");
 }
