@@ -45,7 +45,7 @@ bool WaitFor(RuntimeClient& api, std::chrono::milliseconds limit, Pred pred) {
   return false;
 }
 
-TEST(Crash, ASwitchKilledAndRestartedIsReSeededAndTheRanksGoOn) {
+TEST(Crash, ASwitchKilledAndRestartedIsRebuiltAndTheRanksGoOn) {
   auto first = std::make_unique<SwitchProcess>(std::vector<std::string>{"--job", kJob});
   ASSERT_TRUE(first->ok()) << first->output();
   const std::string address = first->address();
