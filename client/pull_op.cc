@@ -20,7 +20,7 @@ uint32_t ShareOf(uint32_t rank, const JobInfo& info, bool shared) {
 }  // namespace
 
 PullOp::PullOp(Transport& t, const RankState& rank, std::span<int32_t> model, ClientStats* stats,
-               Registers* registers, const EarlyRows* early, std::span<int32_t> mirror)
+               Registers* registers, const EarlyRows* early)
     : t_(t),
       stats_(stats),
       early_(early),
@@ -29,7 +29,6 @@ PullOp::PullOp(Transport& t, const RankState& rank, std::span<int32_t> model, Cl
       row_width_(rank.info.row_width),
       elements_(rank.info.elements),
       model_(model),
-      mirror_(mirror),
       first_row_(FirstRow(t.options().rank, rank.info)),
       start_(SteadyClock::now()),
       share_(ShareOf(t.options().rank, rank.info, t.group_open())),
@@ -140,12 +139,6 @@ Operation::Reply PullOp::OnReply(const proto::PacketView& v) {
 void PullOp::Got(uint32_t r, SteadyClock::time_point now) {
   state_[r] = kDone;
   ++got_;
-  if (!mirror_.empty()) {
-    const size_t begin = size_t{r} * row_width_;
-    const auto row = model_.subspan(begin, std::min<size_t>(row_width_, elements_ - begin));
-    int32_t* to = mirror_.data() + begin;
-    if (row.data() != to) std::copy(row.begin(), row.end(), to);
-  }
   const uint32_t index = r >= first_row_ ? r - first_row_ : r + rows_ - first_row_;
   if (index < share_ && --own_left_ == 0 && foreign_at_ == SteadyClock::time_point::max()) {
     // As long again as the own share took, but no longer than a timeout: a

@@ -62,14 +62,10 @@ class PullOp final : public Operation {
   };
 
   // Writes the rows into `model` (info.elements values), taking the rows of
-  // this clock `early` holds (null: none). A non-empty `mirror` (as large as
-  // `model`) gets each row too as it lands, while the row is in cache: rank
-  // 0's copy of the newest model (to re-seed a switch that lost the job)
-  // costs no second pass over it. `registers` is the pull's scratch (its
-  // contents on entry do not matter).
+  // this clock `early` holds (null: none). `registers` is the pull's scratch
+  // (its contents on entry do not matter).
   PullOp(Transport& t, const RankState& rank, std::span<int32_t> model, ClientStats* stats,
-         Registers* registers, const EarlyRows* early = nullptr,
-         std::span<int32_t> mirror = {});
+         Registers* registers, const EarlyRows* early = nullptr);
 
   Status Start() override;
   Reply OnReply(const proto::PacketView& v) override;
@@ -107,7 +103,6 @@ class PullOp final : public Operation {
   const uint32_t row_width_;
   const uint64_t elements_;
   std::span<int32_t> model_;
-  std::span<int32_t> mirror_;
   End end_ = End::kPulled;
 
   const uint32_t first_row_;  // rows are sent from here, wrapping (FirstRow)

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "client/clock_op.h"
 #include "client/join_op.h"
@@ -72,7 +73,7 @@ Status UdpClient::Adopt(const JobInfo& ack) {
   if (!rank_.joined) {
     rank_.inc.assign(ack.elements, 0);
     pull_buf_.assign(ack.elements, 0);
-    if (options_.rank == 0) seed_.assign(ack.elements, 0);
+    history_.Start(ack.elements);
   }
   rank_.info = ack;
   transport_.SetJobShape(ack.workers, ack.elements);
@@ -92,8 +93,14 @@ Result<JobInfo> UdpClient::Join() {
   JoinOp op(transport_);
   Status s = Run(op);
   if (!s.ok()) return s;
+  const bool first = !rank_.joined;
   s = Adopt(op.ack());
   if (!s.ok()) return s;
+  if (first && rank_.done != proto::kNoClock) {
+    history_.MarkIncomplete("this rank's process joined the job at clock " +
+                            ClockText(rank_.clock()) +
+                            " and does not hold its rank's updates from before");
+  }
   return rank_.info;
 }
 
@@ -125,38 +132,67 @@ Status UdpClient::Rejoin() {
 Status UdpClient::Recover(const std::string& why) {
   ++stats_.switch_restarts;
   restarted_ = true;
+  const std::string lost = "job " + std::to_string(options_.job) + ": switch " +
+                           transport_.switch_name() + " lost the job (" + why + ")";
+  if (std::string no = history_.Incomplete(); !no.empty()) {
+    return Status::FailedPrecondition(lost + " and rank " + std::to_string(options_.rank) +
+                                      " cannot rebuild it exactly: " + no);
+  }
+  // Where the rank stood: the new incarnation is brought back to it.
+  const uint32_t done = rank_.done;
+  const bool pushed = rank_.pushed;
+  const std::span<const int32_t> in_flight = rank_.pushed_values;
   JoinOp join(transport_);
   Status s = Run(join);
   if (!s.ok()) return s;
-  const uint32_t old_incarnation = rank_.info.incarnation;
   s = Adopt(join.ack());
   if (!s.ok()) return s;
-  if (rank_.done != proto::kNoClock) return AwaitPendingRelease();
-  // A fresh job (incarnation old -> new): every rank completes clock 0 again,
-  // rank 0 re-seeding it with the newest model it pulled; the update each
-  // rank had in flight is lost, nothing else.
-  if (options_.rank == 0) {
-    if (!seeded_) {
-      return Status::FailedPrecondition(
-          "job " + std::to_string(options_.job) + ": switch " + transport_.switch_name() +
-          " lost the job (" + why + ") before rank 0 held a model to re-seed it with");
-    }
-    rank_.inc = seed_;
-    s = PushRows(rank_.inc, 0);
+  // A replay interrupted earlier goes on where the new switch stands.
+  if (rank_.done != proto::kNoClock && proto::ClockDiff(rank_.done, done) > 0) {
+    return Status::Internal(lost + ", and its new incarnation holds rank " +
+                            std::to_string(options_.rank) + " at clock " +
+                            ClockText(rank_.done) + ", ahead of the rank's own " +
+                            ClockText(done));
+  }
+  if (rank_.info.waiting) {
+    s = AwaitPendingRelease();
     if (!s.ok()) return s;
   }
-  ClockOp seed(transport_, rank_, 0, options_.rank == 0 ? rank_.info.rows : 0, &stats_);
-  s = Run(seed);
-  if (!s.ok()) return s;
-  if (seed.end() != ClockOp::End::kReleased) {
-    return Status::Unavailable("job " + std::to_string(options_.job) + ": switch " +
-                               transport_.switch_name() + " lost the job again (incarnation " +
-                               std::to_string(old_incarnation) + " -> " +
-                               std::to_string(rank_.info.incarnation) +
-                               ") while it was being re-seeded");
+  if (done != proto::kNoClock) {
+    const std::vector<int32_t> fold =
+        history_.FoldWithout(pushed ? in_flight : std::span<const int32_t>());
+    s = Replay(rank_.done + 1, done, history_.HasFold(pushed) ? fold : std::span<const int32_t>());
+    if (!s.ok()) return s;
   }
-  rank_.done = 0;
+  rank_.done = done;
   rank_.pushed = false;
+  if (pushed) return PushRows(in_flight, rank_.clock(), /*record=*/false);
+  return Status::Ok();
+}
+
+Status UdpClient::Replay(uint32_t from, uint32_t to, std::span<const int32_t> fold) {
+  // Rank 0's fold (its seed and more) goes in at the seeding clock; the
+  // others may not INC there, theirs goes in at clock 1.
+  const uint32_t fold_clock = options_.rank == 0 ? 0 : 1;
+  for (uint32_t c = from; proto::ClockDiff(c, to) <= 0; ++c) {
+    rank_.done = c - 1;
+    rank_.pushed = false;
+    const std::span<const int32_t> values = c == fold_clock ? fold : std::span<const int32_t>();
+    if (!values.empty()) {
+      Status s = PushRows(values, c, /*record=*/false);
+      if (!s.ok()) return s;
+    }
+    ClockOp op(transport_, rank_, c, values.empty() ? 0 : rank_.info.rows, &stats_);
+    Status s = Run(op);
+    if (!s.ok()) return s;
+    if (op.end() != ClockOp::End::kReleased) {
+      return Status::Unavailable(
+          "job " + std::to_string(options_.job) + ": switch " + transport_.switch_name() +
+          (op.end() == ClockOp::End::kLost ? " lost the job again" : " evicted this rank") +
+          " while rank " + std::to_string(options_.rank) + " replayed clock " + ClockText(c) +
+          " of " + ClockText(to) + " into it");
+    }
+  }
   return Status::Ok();
 }
 
@@ -172,8 +208,6 @@ Status UdpClient::Initialize(std::span<float> model) {
     if (options_.rank == 0) {
       Status s = Push(model);
       if (!s.ok()) return s;
-      seed_ = rank_.inc;
-      seeded_ = true;
     }
     Result<ClockResult> r = Clock();
     if (!r.ok()) return r.status();
@@ -186,29 +220,15 @@ Status UdpClient::Initialize(std::span<float> model) {
 
 Status UdpClient::Pull(std::span<float> model) {
   if (Status s = CheckSize("Pull()", "model", model.size()); !s.ok()) return s;
-  Status s = PullRows(pull_buf_, {});
+  Status s = PullRows(pull_buf_);
   if (!s.ok()) return s;
-  if (options_.rank == 0) KeepPulledAsSeed();
-  Dequantize(options_.rank == 0 ? seed_ : pull_buf_, rank_.info.scale_log2, model);
+  Dequantize(pull_buf_, rank_.info.scale_log2, model);
   return Status::Ok();
 }
 
 Status UdpClient::PullFixed(std::span<int32_t> model) {
   if (Status s = CheckSize("Pull()", "model", model.size()); !s.ok()) return s;
-  // Rank 0 keeps a copy of the caller's model, made row by row as it lands.
-  Status s = PullRows(model, options_.rank == 0 ? std::span<int32_t>(pull_buf_)
-                                                : std::span<int32_t>());
-  if (!s.ok()) return s;
-  if (options_.rank == 0) KeepPulledAsSeed();
-  return Status::Ok();
-}
-
-void UdpClient::KeepPulledAsSeed() {
-  // pull_buf_ holds the newest model; the older seed becomes the next
-  // landing area (a swap, not a copy of the model).
-  std::swap(pull_buf_, seed_);
-  seeded_ = true;
-  early_.LandIn(pull_buf_);
+  return PullRows(model);
 }
 
 Status UdpClient::TakeQueuedGroupRows() {
@@ -224,12 +244,12 @@ Status UdpClient::TakeQueuedGroupRows() {
   return Status::Ok();
 }
 
-Status UdpClient::PullRows(std::span<int32_t> model, std::span<int32_t> mirror) {
+Status UdpClient::PullRows(std::span<int32_t> model) {
   const auto started = SteadyClock::now();
   for (int attempt = 0; attempt < kMaxInterruptions; ++attempt) {
     Status taken = TakeQueuedGroupRows();
     if (!taken.ok()) return taken;
-    PullOp op(transport_, rank_, model, &stats_, &pull_registers_, &early_, mirror);
+    PullOp op(transport_, rank_, model, &stats_, &pull_registers_, &early_);
     Status s = Run(op);
     if (!s.ok()) return s;
     switch (op.end()) {
@@ -269,7 +289,7 @@ Status UdpClient::PushFixed(std::span<const int32_t> update) {
   if (Status s = CheckPush(update.size()); !s.ok()) return s;
   // The caller may change `update` once Push returns: NACKs re-send a copy.
   if (update.data() != rank_.inc.data()) std::copy(update.begin(), update.end(), rank_.inc.begin());
-  return PushRows(rank_.inc, clock());
+  return PushRows(rank_.inc, clock(), /*record=*/true);
 }
 
 Status UdpClient::CheckPush(size_t elements) const {
@@ -294,18 +314,35 @@ Status UdpClient::CheckPush(size_t elements) const {
   return Status::Ok();
 }
 
-Status UdpClient::PushRows(std::span<const int32_t> values, uint32_t c) {
+Status UdpClient::PushRows(std::span<const int32_t> values, uint32_t c, bool record) {
   const auto started = SteadyClock::now();
   const uint32_t first = FirstRow(options_.rank, rank_.info);
-  for (uint32_t i = 0; i < rank_.info.rows; ++i) {
-    const uint32_t r = RowAt(first, i, rank_.info.rows);
-    const size_t begin = size_t{r} * rank_.info.row_width;
-    const size_t len = std::min<size_t>(rank_.info.row_width, rank_.info.elements - begin);
-    Status s = transport_.Queue(proto::Op::kInc, c, r, 0, values.subspan(begin, len));
-    if (!s.ok()) return s;
+  const auto row = [&](uint32_t i) {
+    const size_t begin = size_t{RowAt(first, i, rank_.info.rows)} * rank_.info.row_width;
+    return std::pair(begin, values.subspan(begin, std::min<size_t>(rank_.info.row_width,
+                                                                   rank_.info.elements - begin)));
+  };
+  uint32_t recorded = 0;  // rows added to the history
+  Status s;
+  for (uint32_t i = 0; i < rank_.info.rows && s.ok(); ++i) {
+    const auto [begin, v] = row(i);
+    s = transport_.Queue(proto::Op::kInc, c, RowAt(first, i, rank_.info.rows), 0, v);
+    // Into the history while the row is in cache from being encoded.
+    if (s.ok() && record) {
+      history_.AddRow(begin, v);
+      ++recorded;
+    }
   }
-  Status s = transport_.Flush();
-  if (!s.ok()) return s;
+  if (s.ok()) s = transport_.Flush();
+  if (!s.ok()) {
+    // Not pushed: the caller may push again, so the history takes it back.
+    for (uint32_t i = 0; i < recorded; ++i) {
+      const auto [begin, v] = row(i);
+      history_.AddRow(begin, v, -1);
+    }
+    return s;
+  }
+  if (record) history_.CountUpdate();
   rank_.pushed_values = values;
   rank_.pushed = true;
   stats_.push_time += SteadyClock::now() - started;
@@ -316,35 +353,40 @@ Result<ClockResult> UdpClient::Clock() {
   if (!rank_.joined) return Status::FailedPrecondition("Clock() before Join()");
   const auto started = SteadyClock::now();
   const uint32_t c = clock();
-  ClockOp op(transport_, rank_, c, rank_.pushed ? rank_.info.rows : 0, &stats_);
-  Status s = Run(op);
-  if (!s.ok()) return s;
-  ClockResult r = op.result();
-  switch (op.end()) {
-    case ClockOp::End::kReleased:
+  ClockResult r;
+  for (int attempt = 0;; ++attempt) {
+    if (attempt == kMaxInterruptions) {
+      return Status::Unavailable("job " + std::to_string(options_.job) + " rank " +
+                                 std::to_string(options_.rank) + ": CLOCK " + ClockText(c) +
+                                 " was interrupted " + std::to_string(kMaxInterruptions) +
+                                 " times in a row (the switch lost the job each time)");
+    }
+    ClockOp op(transport_, rank_, c, rank_.pushed ? rank_.info.rows : 0, &stats_);
+    Status s = Run(op);
+    if (!s.ok()) return s;
+    r = op.result();
+    if (op.end() == ClockOp::End::kReleased) {
       rank_.done = c;
       rank_.pushed = false;
       break;
-    case ClockOp::End::kRejoinedAhead:
+    }
+    if (op.end() == ClockOp::End::kRejoinedAhead) {
       // Evicted and resumed at the live ranks' clock: this clock's update is
       // moot; the caller pulls the model of the new clock.
+      if (rank_.pushed) history_.Remove(rank_.pushed_values);
       s = Adopt(op.ack());
       if (s.ok()) s = AwaitPendingRelease();
       if (!s.ok()) return s;
       r.clock = rank_.done;
       rejoined_ = true;
       break;
-    case ClockOp::End::kLost:
-      s = Recover("its job was created again (incarnation " +
-                  std::to_string(rank_.info.incarnation) + " -> " +
-                  std::to_string(op.ack().incarnation) + ")");
-      if (!s.ok()) return s;
-      r = ClockResult{};
-      r.clock = rank_.done;
-      r.low = rank_.info.low;
-      r.high = rank_.info.high;
-      r.epoch = rank_.info.epoch;
-      break;
+    }
+    // kLost: rebuilt up to this clock, this clock's update pushed again;
+    // CLOCK it on the new incarnation.
+    s = Recover("its job was created again (incarnation " +
+                std::to_string(rank_.info.incarnation) + " -> " +
+                std::to_string(op.ack().incarnation) + ")");
+    if (!s.ok()) return s;
   }
   r.waited = SteadyClock::now() - started;
   r.finished = finished();
@@ -379,7 +421,7 @@ Result<ClockResult> UdpClient::ExchangeFixed(std::span<const int32_t> update,
     if (Status s = PushFixed(update); !s.ok()) return s;
   } else {
     if (Status s = CheckPush(update.size()); !s.ok()) return s;
-    if (Status s = PushRows(update, clock()); !s.ok()) return s;
+    if (Status s = PushRows(update, clock(), /*record=*/true); !s.ok()) return s;
   }
   // The next clock's rows that come while the barrier waits land in the
   // caller's model, not in pull_buf_ to be copied at the pull. (A JOIN on

@@ -8,9 +8,10 @@
 //   Push    INC every row (no wait); kept for NACK re-sends
 //   Clock   ClockOp; rejoined ahead -> the new clock; the job lost -> Recover
 //   Exchange Push, Clock, Pull; early rows land in the caller's model
-//   Recover the switch lost the job (restarted): JOIN the new incarnation;
-//           rank 0 re-seeds it with the newest model it pulled, every rank
-//           completes clock 0 again, and training goes on from there
+//   Recover the switch lost the job (restarted): JOIN the new incarnation
+//           and replay every clock up to the one the rank is in from its
+//           ReplayHistory (the seed and its updates, each once); the
+//           interrupted call then goes on at the same clock
 //
 // Not thread-safe.
 #pragma once
@@ -21,6 +22,7 @@
 #include "client/early_rows.h"
 #include "client/pull_op.h"
 #include "client/rank_state.h"
+#include "client/replay_history.h"
 #include "client/transport.h"
 #include "include/serene/client.h"
 
@@ -58,27 +60,32 @@ class UdpClient final : public Client {
   Status AwaitPendingRelease();
   // JOINs again after an eviction.
   Status Rejoin();
-  // The switch lost the job (`why`): join its new incarnation and re-seed.
+  // The switch lost the job (`why`): join its new incarnation and rebuild
+  // the job's table from this rank's history, up to the clock it is in
+  // (docs/protocol.md, Recovery). On success the rank stands where it stood:
+  // the same clock, its update of that clock (if pushed) pushed again.
   Status Recover(const std::string& why);
+  // Replays clocks `from` .. `to` (the rank's last released one) on the new
+  // incarnation: CLOCK each, INCing `fold` (empty: none) at the fold's clock
+  // (0 for rank 0, else 1), and wait for its RELEASE.
+  Status Replay(uint32_t from, uint32_t to, std::span<const int32_t> fold);
   Status SaturationError() const;
   // INCs `values` (the job's elements) into every row of clock `c`, this
   // rank's rows first; NACKs re-send from `values`, which must stay as they
-  // are until the clock is released.
-  Status PushRows(std::span<const int32_t> values, uint32_t c);
+  // are until the clock is released. With `record`, a new update: each row
+  // is added to the history as it goes out (a replay's are not).
+  Status PushRows(std::span<const int32_t> values, uint32_t c, bool record);
   // Refuses an update of the wrong size (`elements`), a push at clock 0 but
   // from rank 0, and a second push in one clock. Called before anything is
   // written: NACKs of the first push re-send from rank_.inc.
   Status CheckPush(size_t elements) const;
-  // Pulls the current clock's model into `model` (and `mirror`, if not
-  // empty), joining again as often as an eviction or a lost job requires.
-  Status PullRows(std::span<int32_t> model, std::span<int32_t> mirror);
+  // Pulls the current clock's model into `model`, joining again as often as
+  // an eviction or a lost job requires.
+  Status PullRows(std::span<int32_t> model);
   // Keeps the group rows already queued on the sockets (EarlyRows), without
   // waiting: completed rows the switch sent before this rank's RELEASE may
   // still be unread behind it, and a pull would READ them again.
   Status TakeQueuedGroupRows();
-  // Rank 0, after a pull into (or mirrored into) pull_buf_: that model
-  // becomes the seed, and the old seed's buffer the landing area.
-  void KeepPulledAsSeed();
   // Checks a Pull/Push/Exchange buffer's size against the job.
   Status CheckSize(const char* call, const char* what, size_t size) const;
 
@@ -89,9 +96,8 @@ class UdpClient final : public Client {
   EarlyRows early_;  // group rows that came before the pull of their clock (in pull_buf_)
   PullOp::Registers pull_registers_;  // every pull's per-row scratch
   bool finished_ = false;
-  std::vector<int32_t> pull_buf_;  // Pull()'s fixed-point landing area (rank 0: PullFixed's mirror)
-  std::vector<int32_t> seed_;      // rank 0: the newest model it pulled (re-seeds a lost job)
-  bool seeded_ = false;            // seed_ holds a model (rank 0)
+  std::vector<int32_t> pull_buf_;  // Pull()'s fixed-point landing area
+  ReplayHistory history_;          // rebuilds a switch that lost the job
   bool rejoined_ = false;          // since the last ClockResult
   bool restarted_ = false;         // since the last ClockResult
 };

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "loadgen/stats_json.h"
+#include "loadgen/update_code.h"
 
 namespace serene::loadgen {
 namespace {
@@ -12,17 +13,9 @@ using SteadyClock = std::chrono::steady_clock;
 
 double Seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
 
-// First index where `got` differs from `want`, or -1.
-int64_t FirstMismatch(const std::vector<int32_t>& got, const std::vector<int64_t>& want) {
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (int64_t{got[i]} != want[i]) return static_cast<int64_t>(i);
-  }
-  return -1;
-}
-
 }  // namespace
 
-int32_t Seed(size_t i) { return static_cast<int32_t>(i % 1000) - 500; }
+int32_t Seed(size_t i) { return UpdateCode::Seed(i); }
 
 int32_t Delta(uint32_t rank, uint32_t clock, size_t i) {
   return static_cast<int32_t>((uint64_t{rank} * 7919 + uint64_t{clock} * 104729 + i * 31) % 2001) -
@@ -53,12 +46,16 @@ WorkerReport RunAggregateWorker(const ClientOptions& options, const WorkerPlan& 
                 std::to_string(info->done) + "); restart the switch or use another job id");
   }
 
+  if (plan.clocks > UpdateCode::kMaxClocks) {
+    return fail("at most " + std::to_string(UpdateCode::kMaxClocks) +
+                " clocks: the encoded updates' sums must fit int32");
+  }
+  const UpdateCode code(info->workers, n, info->row_width, plan.clocks);
+
   // Seed: rank 0 INCs the initial model at clock 0.
   std::vector<int32_t> model(n), update(n);
-  std::vector<int64_t> expect(n);
-  for (size_t i = 0; i < n; ++i) expect[i] = Seed(i);
   if (options.rank == 0) {
-    for (size_t i = 0; i < n; ++i) update[i] = Seed(i);
+    for (size_t i = 0; i < n; ++i) update[i] = UpdateCode::Seed(i);
     Status s = c.PushFixed(update);
     if (!s.ok()) return fail(s.message());
   }
@@ -70,16 +67,10 @@ WorkerReport RunAggregateWorker(const ClientOptions& options, const WorkerPlan& 
     if (plan.straggle.count() > 0) std::this_thread::sleep_for(plan.straggle);
     Status s = c.PullFixed(model);
     if (!s.ok()) return fail(s.message());
-    if (plan.check_every_pull) {
-      const int64_t bad = FirstMismatch(model, expect);
-      if (bad >= 0) {
-        return fail("pull at clock " + std::to_string(clock) + ": element " +
-                    std::to_string(bad) + " is " + std::to_string(model[bad]) + ", expected " +
-                    std::to_string(expect[bad]));
-      }
-      ++rep.pulls_checked;
-    }
-    for (size_t i = 0; i < n; ++i) update[i] = Delta(options.rank, clock, i);
+    const std::string bad = code.Check(model, options.rank, code.Bounds(clock, plan.exact, plan.lag));
+    if (!bad.empty()) return fail("pull at clock " + std::to_string(clock) + ": " + bad);
+    ++rep.pulls_checked;
+    code.Update(options.rank, clock, update);
     s = c.PushFixed(update);
     if (!s.ok()) return fail(s.message());
     auto r = c.Clock();
@@ -87,9 +78,6 @@ WorkerReport RunAggregateWorker(const ClientOptions& options, const WorkerPlan& 
     rep.max_lead = std::max<int64_t>(rep.max_lead, static_cast<int32_t>(r->clock - r->low));
     low = r->low;
     ++rep.clocks;
-    for (uint32_t w = 0; w < info->workers; ++w) {
-      for (size_t i = 0; i < n; ++i) expect[i] += Delta(w, clock, i);
-    }
   }
 
   // Drain: zero updates until every rank completed the last clock.
@@ -103,11 +91,8 @@ WorkerReport RunAggregateWorker(const ClientOptions& options, const WorkerPlan& 
   }
   Status s = c.PullFixed(model);
   if (!s.ok()) return fail(s.message());
-  const int64_t bad = FirstMismatch(model, expect);
-  if (bad >= 0) {
-    return fail("final model: element " + std::to_string(bad) + " is " +
-                std::to_string(model[bad]) + ", expected " + std::to_string(expect[bad]));
-  }
+  const std::string bad = code.Check(model, options.rank, {plan.clocks, plan.clocks, plan.clocks});
+  if (!bad.empty()) return fail("final model: " + bad);
   ++rep.pulls_checked;
   s = c.Leave(false);
   if (!s.ok()) return fail(s.message());

@@ -3,12 +3,15 @@
 // it can compute on its own, so a run both measures the system and proves
 // that nothing was lost or applied twice.
 //
-// Pattern: rank 0 seeds element i with Seed(i); at clock c >= 1 rank w adds
-// Delta(w, c, i). Under an exact policy (SYNC) every pull at clock c must
-// equal Seed + the deltas of clocks < c. Under any policy, after its last
-// clock a rank keeps clocking with zero updates until every rank completed
-// the last clock (RELEASE's low clock), then its final pull must equal the
-// full sum.
+// Pattern: rank 0 seeds the model, then each rank pushes UpdateCode's
+// updates (update_code.h), so that every pull decodes into the (rank, clock)
+// updates it holds. Every pull, under every policy, is checked against what
+// the barrier guarantees at its clock: each rank's updates are its clocks
+// 1..a, each once, with a = c - 1 for the pulling rank and for every rank
+// under an exact policy (SYNC), and c - L - 1 <= a <= c + L under a lag
+// bound L. After its last clock a rank keeps clocking with zero updates until
+// every rank completed the last clock (RELEASE's low clock), then its final
+// pull must hold every update.
 #pragma once
 
 #include <chrono>
@@ -23,7 +26,12 @@ namespace serene::loadgen {
 
 struct WorkerPlan {
   uint32_t clocks = 100;
-  bool check_every_pull = true;  // only meaningful under an exact (SYNC) policy
+  // What the policy guarantees a pull: exactly the clocks before it (SYNC's
+  // exact reads), or every rank's clocks <= c - lag - 1 and none after
+  // c + lag (kNoLagBound: none; ASYNC).
+  static constexpr uint32_t kNoLagBound = 0xFFFFFFFFu;
+  bool exact = true;
+  uint32_t lag = 0;
   // Extra sleep before each step of this rank (a straggler), 0 = none.
   std::chrono::microseconds straggle{0};
 };
@@ -48,6 +56,8 @@ struct WorkerReport {
 };
 
 int32_t Seed(size_t i);
+// A simpler pattern (every rank adds to every element) for tests that
+// compare whole models: rank w's update of clock c at element i.
 int32_t Delta(uint32_t rank, uint32_t clock, size_t i);
 
 // Joins, seeds, runs the plan and checks. Never throws.

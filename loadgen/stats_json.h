@@ -18,6 +18,8 @@ inline void StatsToJson(const ClientStats& s, nlohmann::json* j) {
   (*j)["rows_resent"] = s.rows_resent;
   (*j)["probes"] = s.probes;
   (*j)["group_rows"] = s.group_rows;
+  (*j)["rejoins"] = s.rejoins;
+  (*j)["switch_restarts"] = s.switch_restarts;
 }
 
 // Throws nlohmann::json::exception on a missing field.
@@ -31,6 +33,8 @@ inline void StatsFromJson(const nlohmann::json& j, ClientStats* s) {
   s->rows_resent = j.at("rows_resent");
   s->probes = j.at("probes");
   s->group_rows = j.at("group_rows");
+  s->rejoins = j.at("rejoins");
+  s->switch_restarts = j.at("switch_restarts");
 }
 
 }  // namespace serene::loadgen

@@ -31,7 +31,7 @@
 // error once it has made no progress for `deadline` (a silent switch, a
 // barrier that does not move, INCs the switch keeps refusing), never hangs.
 // An evicted rank joins again by itself; a switch that lost the job (it
-// restarted) is re-seeded by rank 0 with the newest model it pulled
+// restarted) is rebuilt by the ranks from their own updates, nothing lost
 // (ClockResult::switch_restarted). docs/client.md has the details.
 //
 // Errors are Status/Result values; nothing throws. A Client is not
@@ -123,10 +123,11 @@ struct ClockResult {
   std::chrono::nanoseconds waited{0};  // time from first CLOCK sent to RELEASE
   bool finished = false;   // the job was ended: stop training
   bool rejoined = false;   // this rank had been evicted and joined again (the clock jumped)
-  // The switch had lost the job (it restarted): the ranks joined its new
-  // incarnation, rank 0 re-seeded it with the newest model it had pulled,
-  // and the clock started again (`clock` is 0). The update of the clock in
-  // flight was lost; pull and go on.
+  // The switch had lost the job (it restarted) since the last ClockResult:
+  // the ranks joined its new incarnation and rebuilt it from their own
+  // updates (the seed and every update, each once, at its own clock;
+  // docs/protocol.md, Recovery). Nothing was lost and the clock goes on:
+  // pull and go on as usual.
   bool switch_restarted = false;
 };
 
@@ -142,7 +143,7 @@ struct ClientStats {
   uint64_t rows_resent = 0;     // INC rows re-sent after NACKs
   uint64_t stale_replies = 0;   // replies for another clock/row (late duplicates)
   uint64_t rejoins = 0;
-  uint64_t switch_restarts = 0;  // times the switch had lost the job and it was re-seeded
+  uint64_t switch_restarts = 0;  // times the switch had lost the job and the rank rebuilt it
   // Rows that arrived through the job's reply group (answering another
   // rank's READ, or completed by the ranks' INCs): each is one READ this
   // rank did not send.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -266,44 +267,50 @@ TEST(ClientLoop, ADelayedJoinAckBehindTheRankIsIgnored) {
   EXPECT_EQ(c->clock(), 11u);
 }
 
-// A switch that restarts while rank 0 waits after CLOCK(5): it no longer
-// knows the rank (not_joined), and its job is a new incarnation at clock 0.
-struct RestartScript {
+// A fresh job on a switch that restarts at CLOCK(die_at): from then on it is
+// a new incarnation that refuses the rank's requests as not_joined until it
+// JOINs (with `hold`, it drops them: the rank then learns of the restart
+// from a probe's JOIN_ACK), then records what each clock receives (INC
+// values, rows a CLOCK announces) and releases every CLOCK.
+struct RebuildScript {
   std::mutex mu;
+  uint32_t die_at = 4;
+  bool hold = false;
   bool restarted = false;
-  std::vector<int32_t> seed;  // what rank 0 INC'd at clock 0 after the restart
-  bool released0 = false;
-  int32_t value = 42;  // every READ_REPLY's values
+  bool joined_new = false;  // the rank JOINed the new incarnation
+  uint32_t new_done = proto::kNoClock;                  // the new incarnation's view of the rank
+  std::map<uint32_t, std::vector<int32_t>> incs;        // after the restart: clock -> values
+  std::map<uint32_t, uint32_t> announced;               // after the restart: clock -> rows
 
   void Handle(const FakeSwitch::Request& r, FakeSwitch::Replier& reply, const FakeSwitch& sw) {
     std::lock_guard lock(mu);
     switch (r.header.op) {
       case Op::kJoin:
         if (restarted) {
-          reply.JoinAck(r, released0 ? 0 : proto::kNoClock, kIncarnation + 1);
+          joined_new = true;
+          reply.JoinAck(r, new_done, kIncarnation + 1);
         } else {
-          reply.JoinAck(r, 4, kIncarnation);
+          reply.JoinAck(r, proto::kNoClock, kIncarnation);
         }
         break;
-      case Op::kRead:
-        reply.ReadReply(r, value);
-        break;
       case Op::kClock:
-        if (!restarted) {
-          restarted = true;  // the old switch dies with this CLOCK
-          reply.Error(r, ErrorCode::kNotJoined, Op::kClock, r.header.clock);
-        } else if (r.header.clock == 0 && seed.size() == sw.elements()) {
-          released0 = true;
-          reply.Release(r, 0, 0, 0);
-        } else if (r.header.clock == 0) {
-          reply.Send(r, Op::kNack, 0, r.header.row, 0, {0});
+        if (!restarted && r.header.clock == die_at) restarted = true;  // dies with this CLOCK
+        if (restarted && !joined_new) {
+          if (!hold) reply.Error(r, ErrorCode::kNotJoined, Op::kClock, r.header.clock);
+        } else if (!restarted) {
+          reply.Release(r, r.header.clock, r.header.clock, r.header.clock);
+        } else {
+          announced[r.header.clock] = r.header.row;
+          new_done = r.header.clock;
+          reply.Release(r, r.header.clock, r.header.clock, r.header.clock);
         }
         break;
       case Op::kInc:
-        if (restarted && r.header.clock == 0) {
-          const size_t begin = size_t{r.header.row} * sw.row_width();
-          if (seed.size() < begin + r.values.size()) seed.resize(begin + r.values.size());
-          std::copy(r.values.begin(), r.values.end(), seed.begin() + begin);
+        if (restarted && joined_new) {
+          std::vector<int32_t>& v = incs[r.header.clock];
+          v.resize(sw.elements());
+          std::copy(r.values.begin(), r.values.end(),
+                    v.begin() + size_t{r.header.row} * sw.row_width());
         }
         break;
       default:
@@ -312,66 +319,146 @@ struct RestartScript {
   }
 };
 
-// One rank of 10 values in rows of 4 on a switch that restarts as above.
-struct RestartingSwitch {
-  RestartScript script;
-  FakeSwitch sw{1, 10, 4, [this](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
-                  script.Handle(r, reply, sw);
-                }};
+// `workers` ranks of 10 values in rows of 4 on a switch that restarts as above.
+struct RebuildingSwitch {
+  explicit RebuildingSwitch(uint32_t workers)
+      : sw(workers, 10, 4, [this](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+          script.Handle(r, reply, sw);
+        }) {}
+  RebuildScript script;
+  FakeSwitch sw;
 };
 
-TEST(ClientLoop, RankZeroReSeedsASwitchThatLostTheJobWithTheNewestModelItPulled) {
-  RestartingSwitch rs;
-  RestartScript& script = rs.script;
-  auto c = Joined(rs.sw, 0);
-  std::vector<int32_t> model(10);
-  ASSERT_TRUE(c->PullFixed(model).ok());
-  EXPECT_EQ(model, std::vector<int32_t>(10, 42));
-  {
-    std::lock_guard lock(script.mu);
-    script.value = 7;
+std::vector<int32_t> Update(int32_t clock) {
+  std::vector<int32_t> u(10);
+  for (int32_t i = 0; i < 10; ++i) u[i] = clock * 100 + i;
+  return u;
+}
+
+std::vector<int32_t> Sum(std::initializer_list<std::vector<int32_t>> parts) {
+  std::vector<int32_t> out(10, 0);
+  for (const auto& p : parts) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] += p[i];
   }
-  ASSERT_TRUE(c->PullFixed(model).ok());
-  EXPECT_EQ(model, std::vector<int32_t>(10, 7));
-  // The caller owns its buffer: what it writes there is not the seed.
-  std::fill(model.begin(), model.end(), -1);
-  ASSERT_TRUE(c->PushFixed(std::vector<int32_t>(10, 1)).ok());
-  auto released = c->Clock();
+  return out;
+}
+
+// Rank `rank` seeds (rank 0), pushes Update(t) at clocks 1..4 and clocks;
+// the switch restarts at CLOCK(4). Returns the ClockResult of clock 4.
+Result<ClockResult> RunUntilTheRestart(Client& c, uint32_t rank) {
+  if (rank == 0) {
+    if (Status s = c.PushFixed(Update(-1)); !s.ok()) return s;  // the seed
+  }
+  Result<ClockResult> r = c.Clock();
+  for (int32_t t = 1; r.ok() && t <= 4; ++t) {
+    if (Status s = c.PushFixed(Update(t)); !s.ok()) return s;
+    r = c.Clock();
+  }
+  return r;
+}
+
+TEST(ClientLoop, RankZeroRebuildsALostJobWithItsSeedAndEveryUpdateAtItsClock) {
+  RebuildingSwitch rs(1);
+  auto c = Joined(rs.sw, 0);
+  auto released = RunUntilTheRestart(*c, 0);
   ASSERT_TRUE(released.ok()) << released.status().message();
   EXPECT_TRUE(released->switch_restarted);
-  EXPECT_EQ(released->clock, 0u) << "the clock started again";
-  EXPECT_EQ(c->clock(), 1u);
+  EXPECT_EQ(released->clock, 4u) << "the clock goes on, it does not start again";
+  EXPECT_EQ(c->clock(), 5u);
   EXPECT_EQ(c->info().incarnation, kIncarnation + 1);
   EXPECT_EQ(c->stats().switch_restarts, 1u);
-  std::lock_guard lock(script.mu);
-  EXPECT_EQ(script.seed, std::vector<int32_t>(10, 7)) << "re-seeded with the newest pulled model";
+  std::lock_guard lock(rs.script.mu);
+  // Clock 0: the seed and the updates of the released clocks 1..3 (the
+  // fold); 1..3: nothing; 4: the update in flight.
+  EXPECT_EQ(rs.script.incs[0], Sum({Update(-1), Update(1), Update(2), Update(3)}));
+  EXPECT_EQ(rs.script.incs.count(1), 0u);
+  EXPECT_EQ(rs.script.incs.count(3), 0u);
+  EXPECT_EQ(rs.script.incs[4], Update(4));
+  const std::map<uint32_t, uint32_t> rows = {{0, 3}, {1, 0}, {2, 0}, {3, 0}, {4, 3}};
+  EXPECT_EQ(rs.script.announced, rows) << "every clock CLOCKed again, at its own number";
 }
 
-TEST(ClientLoop, RankZeroReSeedsWithTheNewestModelPulledAsFloats) {
-  RestartingSwitch rs;
-  RestartScript& script = rs.script;
-  auto c = Joined(rs.sw, 0);
-  std::vector<float> model(10);
-  ASSERT_TRUE(c->Pull(model).ok());
-  {
-    std::lock_guard lock(script.mu);
-    script.value = 7;
-  }
-  ASSERT_TRUE(c->Pull(model).ok());
-  const float seven = std::ldexp(7.0f, -static_cast<int>(c->info().scale_log2));
-  EXPECT_EQ(model, std::vector<float>(10, seven));
-  std::fill(model.begin(), model.end(), 0.0f);
-  ASSERT_TRUE(c->PushFixed(std::vector<int32_t>(10, 1)).ok());
-  auto released = c->Clock();
+TEST(ClientLoop, AnotherRankPutsItsFoldAtClockOneAndLearnsOfTheLossFromAProbe) {
+  // Rank 1 waits after CLOCK(4) with no reply (the barrier holds it); its
+  // probe's JOIN_ACK shows a new incarnation with the rank at clock -1.
+  RebuildingSwitch rs(2);
+  rs.script.hold = true;
+  auto c = Joined(rs.sw, 1, std::chrono::milliseconds(2000));
+  auto released = RunUntilTheRestart(*c, 1);
   ASSERT_TRUE(released.ok()) << released.status().message();
   EXPECT_TRUE(released->switch_restarted);
-  std::lock_guard lock(script.mu);
-  EXPECT_EQ(script.seed, std::vector<int32_t>(10, 7)) << "re-seeded with the newest pulled model";
+  EXPECT_EQ(released->clock, 4u);
+  EXPECT_EQ(c->clock(), 5u);
+  std::lock_guard lock(rs.script.mu);
+  EXPECT_EQ(rs.script.incs.count(0), 0u) << "only rank 0 INCs at the seeding clock";
+  EXPECT_EQ(rs.script.incs[1], Sum({Update(1), Update(2), Update(3)}));
+  EXPECT_EQ(rs.script.incs.count(3), 0u);
+  EXPECT_EQ(rs.script.incs[4], Update(4));
+  const std::map<uint32_t, uint32_t> rows = {{0, 0}, {1, 3}, {2, 0}, {3, 0}, {4, 3}};
+  EXPECT_EQ(rs.script.announced, rows);
 }
 
-TEST(ClientLoop, AnotherRankLearnsOfALostJobFromAProbeAndCompletesClockZeroAgain) {
-  // Rank 1 waits after CLOCK(5) (no reply: the barrier holds it); its probe's
-  // JOIN_ACK shows a new incarnation at clock -1.
+TEST(ClientLoop, APullInterruptedByARestartReadsTheRebuiltModelAtTheSameClock) {
+  // The switch restarts after CLOCK(2) was released: the pull of clock 3 is
+  // refused as not_joined; the rank rebuilds clocks 0..2 and pulls clock 3.
+  std::mutex mu;
+  bool restarted = false;
+  std::vector<uint32_t> clocks_after;  // CLOCKs the new incarnation saw
+  uint32_t new_done = proto::kNoClock;
+  FakeSwitch sw(1, 10, 4, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    std::lock_guard lock(mu);
+    switch (r.header.op) {
+      case Op::kJoin:
+        reply.JoinAck(r, restarted ? new_done : proto::kNoClock,
+                      restarted ? kIncarnation + 1 : kIncarnation);
+        break;
+      case Op::kClock:
+        if (restarted) {
+          clocks_after.push_back(r.header.clock);
+          new_done = r.header.clock;
+        }
+        reply.Release(r, r.header.clock, r.header.clock, r.header.clock);
+        if (r.header.clock == 2) restarted = true;
+        break;
+      case Op::kRead:
+        if (restarted && new_done != 2) {
+          reply.Error(r, ErrorCode::kNotJoined, Op::kRead, r.header.clock);
+        } else {
+          reply.ReadReply(r, 9);
+        }
+        break;
+      default:
+        break;
+    }
+  });
+  auto c = Joined(sw, 0);
+  ASSERT_TRUE(c->PushFixed(Update(-1)).ok());
+  for (int32_t t = 0; t <= 2; ++t) {
+    if (t > 0) {
+      ASSERT_TRUE(c->PushFixed(Update(t)).ok());
+    }
+    ASSERT_TRUE(c->Clock().ok());
+  }
+  std::vector<int32_t> model(10);
+  Status pulled = c->PullFixed(model);
+  ASSERT_TRUE(pulled.ok()) << pulled.message();
+  EXPECT_EQ(model, std::vector<int32_t>(10, 9)) << "the new incarnation's model";
+  EXPECT_EQ(c->clock(), 3u);
+  EXPECT_EQ(c->stats().switch_restarts, 1u);
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(clocks_after, (std::vector<uint32_t>{0, 1, 2})) << "clocks 0..2 rebuilt";
+  }
+  ASSERT_TRUE(c->PushFixed(Update(3)).ok());
+  auto released = c->Clock();
+  ASSERT_TRUE(released.ok()) << released.status().message();
+  EXPECT_EQ(released->clock, 3u);
+  EXPECT_TRUE(released->switch_restarted) << "reported by the next Clock()";
+}
+
+TEST(ClientLoop, ARankThatJoinedAnOngoingJobCannotRebuildItAndSaysWhy) {
+  // The rank's process joined at clock 5: it holds none of its rank's earlier
+  // updates, so it fails instead of rebuilding a model with a hole.
   std::atomic<bool> restarted{false};
   FakeSwitch sw(2, 10, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
     if (r.header.op == Op::kJoin) {
@@ -381,15 +468,19 @@ TEST(ClientLoop, AnotherRankLearnsOfALostJobFromAProbeAndCompletesClockZeroAgain
         reply.JoinAck(r, 4, kIncarnation);
       }
     }
-    if (r.header.op == Op::kClock && r.header.clock == 5) restarted = true;
-    if (r.header.op == Op::kClock && r.header.clock == 0 && restarted) reply.Release(r, 0, 0, 0);
+    if (r.header.op == Op::kClock && r.header.clock == 5) {
+      restarted = true;
+      reply.Error(r, ErrorCode::kNotJoined, Op::kClock, r.header.clock);
+    }
   });
-  auto c = Joined(sw, 1, std::chrono::milliseconds(2000));
+  auto c = Joined(sw, 1);
   auto released = c->Clock();
-  ASSERT_TRUE(released.ok()) << released.status().message();
-  EXPECT_TRUE(released->switch_restarted);
-  EXPECT_EQ(c->clock(), 1u);
-  EXPECT_EQ(sw.Count(Op::kInc), 0u) << "only rank 0 re-seeds";
+  ASSERT_FALSE(released.ok());
+  EXPECT_EQ(released.status().code(), Status::Code::kFailedPrecondition);
+  EXPECT_NE(released.status().message().find("joined the job at clock 5"), std::string::npos)
+      << released.status().message();
+  EXPECT_NE(released.status().message().find("cannot rebuild it exactly"), std::string::npos)
+      << released.status().message();
 }
 
 TEST(ClientLoop, JoinWaitsWhileTheRankIsStillBoundElsewhereThenSucceeds) {

@@ -1,7 +1,8 @@
 // Crashes, end to end (kill -9 of a rank is in eviction_e2e_test.cc):
 //   - the switch: the ranks notice, a switch restarted on the same address
-//     has lost the job; rank 0 re-seeds it with the newest model it pulled
-//     and every rank goes on, no rank dies;
+//     has lost the job; the ranks rebuild it from their own updates and
+//     every rank goes on, no rank dies (that nothing is lost is
+//     tests/faults/switch_restart_test.cc's);
 //   - the controller (serene-ctl control): the switch keeps its last policy
 //     and the ranks go on.
 #include <gtest/gtest.h>
@@ -44,7 +45,7 @@ bool WaitFor(RuntimeClient& api, std::chrono::milliseconds limit, Pred pred) {
   return false;
 }
 
-TEST(Crash, ASwitchKilledAndRestartedIsReSeededAndTheRanksGoOn) {
+TEST(Crash, ASwitchKilledAndRestartedIsRebuiltAndTheRanksGoOn) {
   auto first = std::make_unique<SwitchProcess>(std::vector<std::string>{"--job", kJob});
   ASSERT_TRUE(first->ok()) << first->output();
   const std::string address = first->address();
@@ -68,7 +69,7 @@ TEST(Crash, ASwitchKilledAndRestartedIsReSeededAndTheRanksGoOn) {
     auto code = ranks[r]->Wait(std::chrono::seconds(60));
     EXPECT_EQ(code, 0) << "rank " << r << ":\n" << ranks[r]->output();
     EXPECT_NE(ranks[r]->output().find("restarts=1"), std::string::npos)
-        << "rank " << r << " should have re-seeded once:\n" << ranks[r]->output();
+        << "rank " << r << " should have rebuilt the job once:\n" << ranks[r]->output();
   }
   // The new switch's job went on from clock 0 to the end.
   auto api2 = RuntimeClient::Create(second.control_address(), "");

@@ -52,7 +52,8 @@ std::vector<loadgen::WorkerReport> RunRanks(const std::string& address, uint16_t
       o.deadline = std::chrono::seconds(20);
       loadgen::WorkerPlan plan;
       plan.clocks = clocks;
-      plan.check_every_pull = exact;
+      plan.exact = exact;
+      plan.lag = exact ? 0 : loadgen::WorkerPlan::kNoLagBound;
       reports[r] = loadgen::RunAggregateWorker(o, plan);
     });
   }
