@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the tests behind every bit-identical claim that involves floating-point
 # training math (simulator against real ranks, SYNC training under faults,
-# ranks of one job, the Python package, BMv2 against the software switch)
+# ranks of one job, SYNC training across a switch restart, the Python
+# package, BMv2 against the software switch)
 # under two forced OpenBLAS kernels and three OpenMP thread settings (the
 # machine's default, 1, and 3: more threads than this 2-core machine has), to
 # show that what decides the bits is pinned in the code, not taken from the
@@ -43,14 +44,16 @@ else
   kernels=(Prescott Core2)
 fi
 
-tests='TrainingSimTest|TrainingFaultsTest\.|TrainerGlooTest\.|SereneTrainer\.|SereneTrainAppTest\.|python\.test_torch|p4\.training_compare'
+tests='TrainingSimTest|TrainingFaultsTest\.|TrainingRestartTest\.|TrainerGlooTest\.|SereneTrainer\.|SereneTrainAppTest\.|python\.test_torch|p4\.training_compare'
 for kernel in "${kernels[@]}"; do
   for threads in default 1 3; do
     echo "== determinism: OPENBLAS_CORETYPE=$kernel OMP_NUM_THREADS=$threads"
-    env_threads=()
-    [[ $threads == default ]] || env_threads=(OMP_NUM_THREADS="$threads")
-    env -u OMP_NUM_THREADS OPENBLAS_CORETYPE="$kernel" "${env_threads[@]}" \
+    (
+      unset OMP_NUM_THREADS
+      [[ $threads == default ]] || export OMP_NUM_THREADS=$threads
+      export OPENBLAS_CORETYPE=$kernel
       ctest --test-dir "$build" -R "$tests" --parallel 2 --output-on-failure
+    )
   done
 done
 echo "determinism: passed under ${kernels[*]} x OMP_NUM_THREADS unset, 1, 3"
