@@ -121,6 +121,8 @@ def run_record(run, extra):
         "barrier_wait_total_s": run.get("barrier_wait_total_s"),
         "compute_per_iteration_s": run.get("compute_per_iteration_s"),
         "policy_changes": [c["rule"] for c in run.get("policy_changes") or []],
+        "policy_change_s": [round(max(c["seconds"], 0.0), 3)
+                            for c in run.get("policy_changes") or []],
     })
     return r
 
@@ -435,8 +437,10 @@ def tables(args):
 
 def plots(args):
     """JCT as % of SYNC per scenario and run, median with min–max bars; the
-    comm figure's time per iteration against model size."""
+    comm figure's time per iteration against model size; the adaptive
+    policy's window over time."""
     plot_comm()
+    plot_windows()
     by = by_scenario(read_records("policies-sim"))
     if not by:
         return
@@ -512,6 +516,56 @@ set ylabel "ms per iteration (exchange / allreduce)"
 set key top left
 set grid
 plot {", ".join(plots_)}
+"""
+        subprocess.run(["gnuplot"], input=script, text=True, check=True)
+        print(f"evidence: {os.path.relpath(out, ROOT)}")
+
+
+def window_value(rule):
+    """The window a rule text stands for, for plotting: sync 0, ssp:W W,
+    async (and anything unbounded) ASYNC_Y."""
+    if rule == "sync":
+        return 0
+    m = re.fullmatch(r"ssp:(\d+)", rule)
+    return int(m.group(1)) if m else ASYNC_Y
+
+
+ASYNC_Y = 128
+
+
+def plot_windows():
+    """The adaptive policy's window over each scenario's run (seed 1)."""
+    by = by_scenario(read_records("policies-sim"))
+    series = []
+    for scenario in sorted(by):
+        runs = [r for r in by[scenario] if r["label"] == "ADAPTIVE" and r["seed"] == 1]
+        if not runs or "policy_change_s" not in runs[0] or not runs[0]["jct_s"]:
+            continue
+        r = runs[0]
+        points = list(zip(r["policy_change_s"], (window_value(x) for x in r["policy_changes"])))
+        points.append((r["jct_s"], points[-1][1] if points else 0))
+        series.append((scenario, [(t / r["jct_s"], w) for t, w in points]))
+    if not series:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        plots = []
+        for i, (name, pts) in enumerate(series):
+            dat = os.path.join(tmp, f"{i}.dat")
+            with open(dat, "w") as f:
+                for t, w in pts:
+                    f.write(f"{t} {w}\n")
+            plots.append(f'"{dat}" using 1:2 with steps lw 2 title "{name}"')
+        out = os.path.join(DOCS, "img", "adaptive-window.png")
+        script = f"""set terminal pngcairo size 900,420 font ",10"
+set output "{out}"
+set xlabel "time, fraction of the run's JCT (seed 1)"
+set ylabel "window W (top: async)"
+set yrange [-4:{ASYNC_Y + 8}]
+set ytics ("sync" 0, "16" 16, "32" 32, "64" 64, "async" {ASYNC_Y})
+set xrange [0:1]
+set grid ytics
+set key outside right
+plot {", ".join(plots)}
 """
         subprocess.run(["gnuplot"], input=script, text=True, check=True)
         print(f"evidence: {os.path.relpath(out, ROOT)}")
