@@ -258,26 +258,33 @@ def machines_line(records):
             f"{dates[0] if len(dates) == 1 else dates[0] + ' to ' + dates[-1]}.")
 
 
+def pct_of_sync_by_label(records):
+    """{label: [JCT as % of the same seed's SYNC run, one per seed that has
+    both]}, labels in the order the records first name them."""
+    seeds = sorted({r["seed"] for r in records})
+    runs = {(r["seed"], r["label"]): r for r in records}
+    out = {}
+    for r in records:
+        out.setdefault(r["label"], [])
+    for label, pct in out.items():
+        for s in seeds:
+            a, b = runs.get((s, "SYNC")), runs.get((s, label))
+            if a and b and a["jct_s"] and b["jct_s"]:
+                pct.append(100 * b["jct_s"] / a["jct_s"])
+    return out
+
+
 def policy_table(records):
     """Per run label: JCT as % of the same seed's SYNC run, median (min–max)
     over seeds; JCT; iterations; final accuracy; seeds that reached the target."""
     seeds = sorted({r["seed"] for r in records})
-    labels = []
-    for r in records:
-        if r["label"] not in labels:
-            labels.append(r["label"])
     runs = {(r["seed"], r["label"]): r for r in records}
     lines = [f"{len(seeds)} seeds ({', '.join(str(s) for s in seeds)}); median (min–max) over "
              "seeds.", "",
              "| run | JCT % of SYNC | JCT (s) | iterations | final accuracy | reached target |",
              "|---|---|---|---|---|---|"]
-    for label in labels:
+    for label, pct in pct_of_sync_by_label(records).items():
         rs = [runs[(s, label)] for s in seeds if (s, label) in runs]
-        pct = []
-        for s in seeds:
-            a, b = runs.get((s, "SYNC")), runs.get((s, label))
-            if a and b and a["jct_s"] and b["jct_s"]:
-                pct.append(100 * b["jct_s"] / a["jct_s"])
         lines.append("| {} | {} | {} | {} | {} | {}/{} |".format(
             label, fmt_range(pct, lambda x: f"{x:.1f}"),
             fmt_range([r["jct_s"] for r in rs], lambda x: f"{x:.2f}"),
@@ -448,16 +455,7 @@ def plots(args):
         dat = os.path.join(tmp, "p.dat")
         rows = []
         for scenario in sorted(by):
-            recs = by[scenario]
-            runs = {(r["seed"], r["label"]): r for r in recs}
-            seeds = sorted({r["seed"] for r in recs})
-            labels = []
-            for r in recs:
-                if r["label"] not in labels:
-                    labels.append(r["label"])
-            for label in labels:
-                pct = [100 * runs[(s, label)]["jct_s"] / runs[(s, "SYNC")]["jct_s"]
-                       for s in seeds if (s, label) in runs and (s, "SYNC") in runs]
+            for label, pct in pct_of_sync_by_label(by[scenario]).items():
                 if pct:
                     rows.append((f"{scenario}:{label}", statistics.median(pct), min(pct),
                                  max(pct)))
