@@ -7,9 +7,9 @@
 // cost as much as the addition of a row of 362 values (perf, 25.6M values
 // in rows of 362). A burst of INCs (pipeline.h: Pipeline::Burst) instead
 // counts here, in plain integers, and adds one atomic per register when its
-// hold on the job ends. Nothing reads these registers under the shared lock
-// (a CLOCK, a JOIN and telemetry take it exclusive, after every holder added
-// its tally), so the registers are exact whenever anyone may read them.
+// hold on the job ends. A CLOCK and a JOIN take the lock exclusive, after
+// every holder added its tally, so they read the registers exact; telemetry
+// reads them under the shared lock as they stand (Pipeline::Telemetry).
 #pragma once
 
 #include <array>
