@@ -11,7 +11,7 @@ namespace {
 constexpr uint64_t kStragglerStream = 0x736c6f77;  // "slow"
 constexpr char kForms[] =
     "expected none, slow_worker[:p[:min[:max]]], failure[:p[:duration_s]] or "
-    "heterogeneous:factor";
+    "heterogeneous:factor[:from]";
 
 std::vector<std::string_view> Split(std::string_view text, char sep) {
   std::vector<std::string_view> parts;
@@ -55,7 +55,8 @@ std::string StragglerSpec::ToString() const {
     case StragglerKind::kFailure:
       return "failure:" + Format(probability) + ":" + Format(duration_s);
     case StragglerKind::kHeterogeneous:
-      return "heterogeneous:" + Format(factor);
+      return "heterogeneous:" + Format(factor) +
+             (from_iteration > 0 ? ":" + std::to_string(from_iteration) : "");
   }
   return "none";
 }
@@ -94,9 +95,17 @@ Result<StragglerSpec> ParseStragglerSpec(std::string_view text) {
     if (spec.duration_s < 0) return bad("duration must be >= 0 seconds");
   } else if (name == "heterogeneous") {
     spec.kind = StragglerKind::kHeterogeneous;
-    if (parts.size() != 2) return bad("heterogeneous needs exactly one field, the factor");
+    if (parts.size() < 2 || parts.size() > 3) {
+      return bad("heterogeneous needs the factor and, optionally, the first slowed iteration");
+    }
     if (!(s = field(1, "factor", &spec.factor)).ok()) return s;
     if (spec.factor < 1) return bad("factor must be >= 1 (1 = no slowdown)");
+    double from = 0;
+    if (!(s = field(2, "from", &from)).ok()) return s;
+    if (from < 0 || from != std::floor(from) || from > 1e15) {
+      return bad("from must be a whole number of iterations >= 0");
+    }
+    spec.from_iteration = static_cast<int64_t>(from);
   } else {
     return bad(std::string("unknown pattern; ") + kForms);
   }
@@ -163,8 +172,10 @@ double StragglerInjector::NextDelay(double compute_s) {
       }
       break;
     case StragglerKind::kHeterogeneous:
-      hit = spec_.factor > 1.0;
-      delay = (spec_.factor - 1.0) * compute_s;
+      if (iterations_ > spec_.from_iteration) {  // iterations_ counts this one
+        hit = spec_.factor > 1.0;
+        delay = (spec_.factor - 1.0) * compute_s;
+      }
       break;
   }
   if (hit) ++delayed_iterations_;

@@ -8,8 +8,9 @@
 //   failure(p, duration): once per run, with probability p per iteration,
 //       stop for `duration` seconds; never again afterwards. Defaults
 //       p = 0.01, duration = 240 s.
-//   heterogeneous(factor): every iteration sleep (factor − 1) × that
-//       iteration's compute time, i.e. the machine is `factor` times slower.
+//   heterogeneous(factor, from): from iteration `from` on (0-based; default
+//       0, every iteration) sleep (factor − 1) × that iteration's compute
+//       time, i.e. the machine becomes `factor` times slower.
 //
 // StragglerInjector is the pure decision logic: it is handed the measured
 // compute time and returns the delay; it never reads a clock or sleeps (the
@@ -38,13 +39,14 @@ struct StragglerSpec {
   double max_factor = 2.0;    // slow_worker: upper bound of the sleep, × mean iteration time
   double duration_s = 240;    // failure: length of the stop, seconds
   double factor = 1.0;        // heterogeneous: slowdown factor (>= 1)
+  int64_t from_iteration = 0;  // heterogeneous: the first slowed iteration (0-based)
 
   // The canonical text form, parseable by ParseStragglerSpec.
   std::string ToString() const;
 };
 
 // Parses "none", "slow_worker[:p[:min[:max]]]", "failure[:p[:duration_s]]"
-// or "heterogeneous:factor". Omitted fields take the defaults above.
+// or "heterogeneous:factor[:from]". Omitted fields take the defaults above.
 // Errors: InvalidArgument naming the bad field and the accepted forms.
 Result<StragglerSpec> ParseStragglerSpec(std::string_view text);
 

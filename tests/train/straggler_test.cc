@@ -32,12 +32,15 @@ TEST(StragglerSpecTest, ParsesEveryFormWithDefaults) {
   s = Parse("heterogeneous:2.5");
   EXPECT_EQ(s.kind, StragglerKind::kHeterogeneous);
   EXPECT_DOUBLE_EQ(s.factor, 2.5);
+  EXPECT_EQ(s.from_iteration, 0);
+  EXPECT_EQ(Parse("heterogeneous:2:300").from_iteration, 300);
   EXPECT_EQ(Parse("none").kind, StragglerKind::kNone);
 }
 
 TEST(StragglerSpecTest, ToStringRoundTrips) {
   for (const char* text :
-       {"none", "slow_worker:0.15:0.5:2", "failure:0.01:240", "heterogeneous:1.5"}) {
+       {"none", "slow_worker:0.15:0.5:2", "failure:0.01:240", "heterogeneous:1.5",
+        "heterogeneous:2:300"}) {
     EXPECT_EQ(Parse(text).ToString(), text);
   }
 }
@@ -45,7 +48,8 @@ TEST(StragglerSpecTest, ToStringRoundTrips) {
 TEST(StragglerSpecTest, RejectsBadPatterns) {
   for (const char* text : {"slow", "slow_worker:x", "slow_worker:1.5", "slow_worker:0.1:2:1",
                            "slow_worker:0.1:1:2:3", "failure:0.1:-1", "heterogeneous",
-                           "heterogeneous:0.5", "heterogeneous:2:3", "none:1", "slow_worker:"}) {
+                           "heterogeneous:0.5", "heterogeneous:2:-1", "heterogeneous:2:1.5",
+                           "heterogeneous:2:3:4", "none:1", "slow_worker:"}) {
     Result<StragglerSpec> r = ParseStragglerSpec(text);
     EXPECT_FALSE(r.ok()) << text;
     if (!r.ok()) {
@@ -151,6 +155,19 @@ TEST(StragglerInjectorTest, HeterogeneousScalesEachIteration) {
   EXPECT_EQ(s.delayed_iterations(), 3);
   EXPECT_NEAR(s.total_delay_s(), 0.120, 1e-12);
   StragglerInjector unit(Parse("heterogeneous:1"), 1);
+  EXPECT_EQ(unit.NextDelay(0.5), 0.0);
+  EXPECT_EQ(unit.delayed_iterations(), 0);
+}
+
+TEST(StragglerInjectorTest, HeterogeneousFromAnIterationOn) {
+  StragglerInjector s(Parse("heterogeneous:2:2"), 1);
+  EXPECT_EQ(s.NextDelay(0.010), 0.0);  // iterations 0 and 1 at full speed
+  EXPECT_EQ(s.NextDelay(0.010), 0.0);
+  EXPECT_DOUBLE_EQ(s.NextDelay(0.010), 0.010);  // iteration 2 on: twice as slow
+  EXPECT_DOUBLE_EQ(s.NextDelay(0.030), 0.030);
+  EXPECT_EQ(s.delayed_iterations(), 2);
+  StragglerInjector unit(Parse("heterogeneous:1:5"), 1);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(unit.NextDelay(0.5), 0.0);
   EXPECT_EQ(unit.NextDelay(0.5), 0.0);
   EXPECT_EQ(unit.delayed_iterations(), 0);
 }
