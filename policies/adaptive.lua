@@ -1,51 +1,72 @@
--- adaptive.lua: the loosest barrier the job needs, at once. Nobody waits for
--- a straggler for longer than it takes to notice; the window is never smaller
--- than the lag the ranks have shown. docs/policies.md "adaptive.lua" explains
--- it with examples and measurements.
+-- adaptive.lua: exact while nobody waits, and the loosest barrier the job
+-- needs as soon as somebody does. A rank that is persistently slower is left
+-- out of the barrier (a quorum of the others); stalls that come and go get a
+-- window; a rank that stopped gets async(). docs/policies.md "adaptive.lua"
+-- explains it with examples and measurements.
 --
 -- params (all optional):
---   start  16    the window at load: SSP(start) from clock 1 (clock 0, the
---                seeding clock, is always synchronous)
+--   start  0     the window at load: 0 = sync(); SSP(start) from clock 1
+--                otherwise (clock 0, the seeding clock, is always
+--                synchronous); above max_w = async()
 --   max_w  64    the largest window; a window that would grow past it is
 --                async() instead
 --   slow   1.3   a rank is persistently slow when its step EWMA (work_time)
---                is > slow x the median step
---   wait   0.1   the window "binds" when a rank spent more than this
---                fraction of the last period at the barrier while the lag
---                between the ranks reached past W
+--                is > slow x the median step; it is one until its EWMA is
+--                back under 1 + (slow - 1) / 2 (1.15)
+--   wait   0.1   the barrier "binds" when a rank spent more than this
+--                fraction of the last period at it while the lag between
+--                the ranks reached past W
 --   hold   30    seconds without a binding wait and without a persistent
 --                straggler before the window may shrink
 --
--- Why loose. In this switch a read under SSP/ASYNC sees the live table, so
--- how stale an update is depends on how long its rank's step took (the
--- updates the others applied meanwhile), not on how many clocks the rank
--- lags: a rank 100 clocks behind still computes on the current model. What a
--- window prevents is waiting's opposite: ranks running ahead of one that is
--- slow. So a window that binds costs certain waiting and buys little; the
--- policy removes it as soon as it shows.
+-- Why start exact. Staleness costs nothing with plain SGD on a small model,
+-- but with momentum or large steps it costs iterations, most of all early in
+-- training when the model moves fastest (docs/results.md, momentum and
+-- slowdown): a few hundred stale steps at the start can double the time to
+-- the target. SYNC costs only while someone waits, and the policy loosens
+-- the barrier within one period of a wait.
+--
+-- Why loose once somebody waits. In this switch a read under SSP/ASYNC sees
+-- the live table, so how stale an update is depends on how long its rank's
+-- step took, not on how many clocks the rank lags: a rank 100 clocks behind
+-- still computes on the current model. What a window prevents is ranks
+-- running ahead of one that is slow; once it binds it costs certain waiting
+-- and buys little.
+--
+-- Why a quorum for a slower machine. Every finite window binds again behind
+-- it, and async() lets every rank read the others' updates half-applied.
+-- quorum(N - s, inf) (backup workers, Chen et al. 2016) keeps the N - s
+-- faster ranks in lockstep with exact reads among them, and the s slower
+-- ones add their updates when they arrive without holding anybody back.
 --
 -- Every call (one per telemetry period):
 --   binds      some live rank waited more than `wait` of the period and the
 --              largest lag of the last 8 snapshots is > W, or a rank is
 --              waiting longer than a typical step right now with lag > W
---   persistent some live rank's work_time > slow x the median work_time (a
---              slower machine: every finite window binds again)
+--   persistent some live rank's work_time > slow x the median work_time
 --   stalled    some live rank, not waiting, has sent nothing for 8 typical
 --              steps: a stop (a failure, a long pause) under way
---   grow       binds: W = 2W (at least 32), or async() if a rank is
---              persistent or stalled, or 2W > max_w
---   shrink     no binding wait and no persistent rank for `hold` seconds:
---              W = max(4 x the largest lag of that time, W / 2), sync() when
---              the ranks kept in step (lag <= 1) throughout; from async()
---              the same, starting at max_w
+--   decide, the first that applies:
+--   1. binds and stalled: async() (no window covers a stop until the switch
+--      evicts the rank)
+--   2. binds and persistent: the persistent ranks become "slower"; while
+--      any rank is slower: quorum(live - slower, no lag bound)
+--   3. under a quorum with no slower rank left: W = max(4 x the lag, start)
+--      (async() past max_w), since the ranks left out are that far behind
+--   4. binds: W = 2W (at least 32), or async() if 2W > max_w
+--   5. no binding wait and no persistent rank for `hold` seconds: W =
+--      max(4 x the largest lag of that time, W / 2), sync() when the ranks
+--      kept in step (lag <= 1) throughout; from async() the same, starting
+--      at max_w
 -- It returns a rule only when it differs from the one in force, and nothing
 -- while a change is pending (the switch takes one at a time).
 
-local start = params.start or 16
+local start = params.start or 0
 local max_w = params.max_w or 64
 local slow = params.slow or 1.3
 local wait_fraction = params.wait or 0.1
 local hold = params.hold or 30
+local recovered = 1 + (slow - 1) / 2  -- hysteresis: a slower rank is one until below this
 local stall_steps = 8     -- a rank silent this many steps is stalled (failed?), not slow
 
 local prev_now = nil      -- t.now of the last call
@@ -54,6 +75,7 @@ local lags = {}           -- max lag of the last few snapshots, oldest first
 local lag_snapshots = 8
 local calm_since = nil    -- t.now since when nothing bound and nobody was persistent
 local calm_lag = 0        -- the largest lag seen since calm_since
+local slower = {}         -- rank -> true: a persistently slower machine, left out of the quorum
 
 local function median(xs)
   table.sort(xs)
@@ -97,39 +119,67 @@ function on_telemetry(t)
   local step = median(works)
   local persistent, stalled = false, false
   for _, r in ipairs(live) do
-    if r.work_time > slow * step then persistent = true end
+    local ratio = r.work_time / step
+    if ratio > slow then persistent = true end
+    if ratio < recovered then slower[r.rank] = nil end
     if not r.waiting and r.silent > stall_steps * step then stalled = true end
   end
+  for rank in pairs(slower) do  -- a rank that left (evicted) is no longer one
+    local still = false
+    for _, r in ipairs(live) do if r.rank == rank then still = true end end
+    if not still then slower[rank] = nil end
+  end
 
-  local w = t.rule.window  -- math.huge under async()
+  local w = t.rule.window  -- math.huge under async(), 0 under quorum
   local peak_lag = math.max(table.unpack(lags))
   local binds = w < math.huge and
       ((dt > 0 and waited > wait_fraction * dt and peak_lag > w) or
        (wait_now > step and max_lag > w))
 
-  local new_w = w
-  if binds then
-    calm_since = nil
-    if persistent or stalled then new_w = math.huge else new_w = math.max(2 * w, 32) end
-  elseif persistent then
-    calm_since = nil
-  else
-    if calm_since == nil then calm_since, calm_lag = t.now, max_lag end
-    calm_lag = math.max(calm_lag, max_lag)
-    if t.now - calm_since >= hold then
-      local from = w == math.huge and 2 * max_w or w
-      if calm_lag <= 1 then new_w = 0 else new_w = math.max(4 * calm_lag, from // 2) end
-      if new_w >= w then new_w = w end
-      calm_since, calm_lag = t.now, max_lag
+  if binds and persistent and not stalled then
+    for _, r in ipairs(live) do
+      if r.work_time > slow * step then slower[r.rank] = true end
     end
   end
+  local n_slower = 0
+  for _ in pairs(slower) do n_slower = n_slower + 1 end
 
-  local want = window(new_w)
+  local want
+  if stalled and binds then
+    calm_since = nil
+    want = async()
+  elseif n_slower > 0 and n_slower < #live then
+    calm_since = nil
+    want = quorum(#live - n_slower, math.huge)
+  elseif t.rule.kind == "quorum" then
+    calm_since = nil
+    want = window(math.max(4 * peak_lag, start))
+  else
+    local new_w = w
+    if binds then
+      calm_since = nil
+      new_w = math.max(2 * w, 32)
+    elseif persistent then
+      calm_since = nil
+    else
+      if calm_since == nil then calm_since, calm_lag = t.now, max_lag end
+      calm_lag = math.max(calm_lag, max_lag)
+      if t.now - calm_since >= hold then
+        local from = w == math.huge and 2 * max_w or w
+        if calm_lag <= 1 then new_w = 0 else new_w = math.max(4 * calm_lag, from // 2) end
+        if new_w >= w then new_w = w end
+        calm_since, calm_lag = t.now, max_lag
+      end
+    end
+    want = window(new_w)
+  end
+
   if want == t.rule then return nil end
   log(string.format("%s -> %s: step %.3f s, waited %.2f s (%.2f s now), max lag %d " ..
-                    "(peak %d)%s%s", t.rule.text, want.text, step, waited, wait_now, max_lag,
+                    "(peak %d)%s%s%s", t.rule.text, want.text, step, waited, wait_now, max_lag,
                     peak_lag, persistent and ", a rank persistently slow" or "",
-                    stalled and ", a rank stalled" or ""))
+                    stalled and ", a rank stalled" or "",
+                    n_slower > 0 and string.format(", %d rank(s) slower", n_slower) or ""))
   return want
 end
 

@@ -21,6 +21,7 @@ namespace {
 
 using dataplane::BarrierParams;
 using testing::Derive;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using testing::MakeTelemetry;
 using testing::Ns;
@@ -280,11 +281,12 @@ class AdaptiveTest : public ::testing::Test {
   v1::JobTelemetry t_;
 };
 
-TEST_F(AdaptiveTest, StartsAtSspSixteenOrTheStartParam) {
+TEST_F(AdaptiveTest, StartsAtSyncOrTheStartParam) {
   Load();
+  EXPECT_EQ(t_.policy().active().window(), 0u);
+  EXPECT_EQ(t_.policy().active().quorum(), RuleToProto(BarrierParams::Sync()).quorum());
+  Load({{"start", "16"}});
   EXPECT_EQ(window(), 16u);
-  Load({{"start", "0"}});
-  EXPECT_EQ(window(), 0u);
   Load({{"start", "100"}});  // past max_w: no bound, async()
   EXPECT_EQ(t_.policy().active().window(), RuleToProto(BarrierParams::Async()).window());
 }
@@ -330,26 +332,92 @@ TEST_F(AdaptiveTest, WaitingNowWithTheLagPastTheWindowIsEnoughOnTheFirstCall) {
   EXPECT_EQ(d->rule, BarrierParams::Ssp(32));
 }
 
-// A slower machine: every finite window binds again, so none is tried.
-TEST_F(AdaptiveTest, APersistentStragglerGoesAsyncAtOnceAndStays) {
+// A slower machine: every finite window binds again behind it, so it is left
+// out of the barrier: a quorum of the others, which stays while it is slow.
+TEST_F(AdaptiveTest, APersistentStragglerIsLeftOutOfAQuorumAndStays) {
   Load();
   Straggle(3, 3 * kStep);
   auto d = Decide();
   ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->rule, BarrierParams::Async());
-  EXPECT_THAT(script_->TakeLog().at(0), HasSubstr("a rank persistently slow"));
-  // Nobody waits under async; the lag grows; the rank is still slow: async
-  // stays, however long.
+  EXPECT_EQ(d->rule, BarrierParams::Quorum(3, BarrierParams::kUnbounded));
+  EXPECT_THAT(script_->TakeLog().at(0),
+              AllOf(StartsWith("sync() -> quorum(3, math.huge)"),
+                    HasSubstr("a rank persistently slow"), HasSubstr("1 rank(s) slower")));
+  // Nobody waits for it; its lag grows; it is still slow: the quorum stays,
+  // however long.
   for (int call = 0; call < 200; ++call) {
     for (int i = 0; i < kRanks; ++i) {
       v1::RankTelemetry* r = t_.mutable_ranks(i);
       r->set_done(i == 3 ? 1000 + call : 1000 + 3 * call);
       r->set_waiting(false);
       r->set_wait_now_ns(0);
+      r->set_wait_total_ns(r->wait_total_ns() + (i == 3 ? 0 : Ns(0.03)));  // in-step jitter
     }
     Advance(1);
     EXPECT_EQ(Decide(), std::nullopt) << "call " << call;
   }
+}
+
+// A slower rank stays one until its step is back under 1.15 x the median
+// (no flapping at the threshold); then the quorum ends in a window above the
+// lag it built up (async() past max_w), so nobody waits for it to catch up.
+TEST_F(AdaptiveTest, TheQuorumEndsWhenTheRankRecoversBelowTheHysteresis) {
+  Load();
+  Straggle(3, 3 * kStep);
+  ASSERT_EQ(Decide()->rule, BarrierParams::Quorum(3, BarrierParams::kUnbounded));
+  auto settle = [&](double work, int64_t lag) {
+    for (int i = 0; i < kRanks; ++i) {
+      v1::RankTelemetry* r = t_.mutable_ranks(i);
+      r->set_work_ns(Ns(i == 3 ? work : kStep));
+      r->set_done(i == 3 ? 1000 : 1000 + lag);
+      r->set_waiting(false);
+      r->set_wait_now_ns(0);
+    }
+    Advance(1);
+  };
+  settle(1.2 * kStep, 10);  // under 1.3 x, over 1.15 x: still slower
+  EXPECT_EQ(Decide(), std::nullopt);
+  settle(1.1 * kStep, 10);  // recovered, 10 clocks behind: a window of 40
+  auto d = Decide();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->rule, BarrierParams::Ssp(40));
+  // From a quorum with a rank 30 behind: 4 x 30 is past max_w, async().
+  Load();
+  Straggle(3, 3 * kStep);
+  ASSERT_EQ(Decide()->rule, BarrierParams::Quorum(3, BarrierParams::kUnbounded));
+  settle(1.1 * kStep, 30);
+  d = Decide();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->rule, BarrierParams::Async());
+}
+
+// Two slower machines of four: a quorum of the other two.
+TEST_F(AdaptiveTest, EverySlowerRankIsLeftOut) {
+  Load();
+  for (int i = 0; i < kRanks; ++i) {
+    v1::RankTelemetry* r = t_.mutable_ranks(i);
+    const bool slow = i >= 2;
+    r->set_work_ns(Ns(slow ? 3 * kStep : kStep));
+    r->set_done(slow ? 1000 : 1001);
+    r->set_waiting(!slow);
+    r->set_wait_now_ns(slow ? 0 : Ns(3 * kStep));  // longer than the median step, 0.2 s
+    r->set_wait_total_ns(r->wait_total_ns() + (slow ? 0 : Ns(0.6)));
+  }
+  Advance(1);
+  auto d = Decide();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->rule, BarrierParams::Quorum(2, BarrierParams::kUnbounded));
+}
+
+// Under sync(), waits that stay a small part of the period are the ranks'
+// jitter and the CLOCK round trip: SYNC stays.
+TEST_F(AdaptiveTest, SyncStaysWhileTheWaitsAreSmall) {
+  Load();
+  for (int call = 0; call < 25; ++call) {
+    Calm();  // in step, 2 % of the time at the barrier
+    EXPECT_EQ(Decide(), std::nullopt) << "call " << call;
+  }
+  EXPECT_EQ(t_.policy().active().window(), 0u);
 }
 
 // A rank that stops (a failure, a long pause) shows as silence; the others
@@ -388,7 +456,7 @@ TEST_F(AdaptiveTest, MaxWCapsTheWindowBeforeAsync) {
 // Waits while the lag stays within the window are the round trip of a CLOCK
 // on a busy host, not the window's doing.
 TEST_F(AdaptiveTest, JitterDoesNotGrowTheWindow) {
-  Load();
+  Load({{"start", "16"}});
   const double works[kRanks] = {0.1, 0.11, 0.12, 0.125};  // all within 1.3x the median
   for (int call = 0; call < 25; ++call) {
     for (int i = 0; i < kRanks; ++i) {
