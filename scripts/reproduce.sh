@@ -14,7 +14,7 @@
 #   policies-sim   serene-sim, 5 seeds, SYNC, SSP(2), SSP(10), SSP(32), ASYNC and
 #                  policies/adaptive.lua side by side in each scenario of
 #                  experiments/: demo, paper, heterogeneous, failure,
-#                  momentum (with a quorum run too), cnn (quick: demo). Virtual time: the same numbers on any AVX2
+#                  momentum and slowdown (with a quorum run too), cnn (quick: demo). Virtual time: the same numbers on any AVX2
 #                  machine, whatever its load.
 #   demo-real      serene-experiment, the README's demo (real switch and ranks
 #                  on this host), seeds 1-5 (quick: 1-3). Real time: run it on
@@ -63,14 +63,15 @@ if [[ $tables_only -eq 0 ]]; then
   trap 'rm -rf "$scratch"' EXIT
 
   runs=serene:sync,serene:ssp:2,serene:ssp:10,serene:ssp:32,serene:async,policies/adaptive.lua
-  scenarios=(demo paper heterogeneous failure momentum cnn)
+  scenarios=(demo paper heterogeneous failure momentum slowdown cnn)
   [[ $quick -eq 1 ]] && scenarios=(demo)
   for s in "${scenarios[@]}"; do
     wanted policies-sim "$s" || continue
     say "policies-sim: $s (serene-sim, seeds 1-5)"
-    # momentum.toml lists its own runs (a quorum beside the fixed ones).
+    # momentum.toml and slowdown.toml list their own runs (a quorum beside
+    # the fixed ones).
     run_flags=(--runs "$runs")
-    [[ $s == momentum ]] && run_flags=()
+    [[ $s == momentum || $s == slowdown ]] && run_flags=()
     $BIN/serene-sim -c "experiments/$s.toml" "${run_flags[@]}" --seeds 1,2,3,4,5 \
       --out "$scratch/sim-$s" | grep -E '^(=== seed|run |  JCT)'
     $PY scripts/evidence.py record-sim "$scratch/sim-$s" --figure policies-sim --scenario "$s"
