@@ -24,7 +24,9 @@
 -- training when the model moves fastest (docs/results.md, momentum and
 -- slowdown): a few hundred stale steps at the start can double the time to
 -- the target. SYNC costs only while someone waits, and the policy loosens
--- the barrier within one period of a wait.
+-- the barrier within one period of a wait: to async(), since that first
+-- wait may be the start of a stop, and a change made while a rank is
+-- stopped stays pending (no other can be made) until the switch evicts it.
 --
 -- Why loose once somebody waits. In this switch a read under SSP/ASYNC sees
 -- the live table, so how stale an update is depends on how long its rank's
@@ -44,8 +46,10 @@
 --              largest lag of the last 8 snapshots is > W, or a rank is
 --              waiting longer than a typical step right now with lag > W
 --   persistent some live rank's work_time > slow x the median work_time
---   stalled    some live rank, not waiting, has sent nothing for 8 typical
---              steps: a stop (a failure, a long pause) under way
+--   stalled    some live rank, not waiting, has sent nothing for 4 typical
+--              steps: a stop (a failure, a long pause) under way; a
+--              slow_worker stall (at most 2 steps' sleep and its own step)
+--              is shorter
 --   decide, the first that applies:
 --   1. binds and stalled: async() (no window covers a stop until the switch
 --      evicts the rank)
@@ -53,7 +57,8 @@
 --      any rank is slower: quorum(live - slower, no lag bound)
 --   3. under a quorum with no slower rank left: W = max(4 x the lag, start)
 --      (async() past max_w), since the ranks left out are that far behind
---   4. binds: W = 2W (at least 32), or async() if 2W > max_w
+--   4. binds: from sync() async(); otherwise W = 2W (at least 32), or
+--      async() if 2W > max_w
 --   5. no binding wait and no persistent rank for `hold` seconds: W =
 --      max(4 x the largest lag of that time, W / 2), sync() when the ranks
 --      kept in step (lag <= 1) throughout; from async() the same, starting
@@ -67,7 +72,10 @@ local slow = params.slow or 1.3
 local wait_fraction = params.wait or 0.1
 local hold = params.hold or 30
 local recovered = 1 + (slow - 1) / 2  -- hysteresis: a slower rank is one until below this
-local stall_steps = 8     -- a rank silent this many steps is stalled (failed?), not slow
+-- A rank silent this many steps is stalled (failed?), not slow. It must be
+-- seen at the first binding period: a change made while the rank is stopped
+-- stays pending (and no other can be made) until the switch evicts it.
+local stall_steps = 4
 
 local prev_now = nil      -- t.now of the last call
 local prev_wait = {}      -- wait_total by rank at the last call
@@ -158,7 +166,11 @@ function on_telemetry(t)
     local new_w = w
     if binds then
       calm_since = nil
-      new_w = math.max(2 * w, 32)
+      -- From sync() straight to async(): the first wait may be the start of
+      -- a stop, and a change made then stays pending until the switch
+      -- evicts the stopped rank. Under stalls that come and go ASYNC is as
+      -- good as any window (docs/results.md).
+      if w == 0 then new_w = math.huge else new_w = math.max(2 * w, 32) end
     elseif persistent then
       calm_since = nil
     else

@@ -9,10 +9,32 @@
 # them under results/.
 #   bash scripts/demo.sh            # the embedded default scenario
 #   bash scripts/demo.sh --quick    # any serene-experiment flags are passed on
+#   bash scripts/demo.sh --scenario slowdown   # experiments/slowdown.toml: where
+#                                   # staleness costs and a rank slows half-way,
+#                                   # and the adaptive policy wins (docs/results.md)
 # SERENE_STOP_AFTER_CONFIGURE=1 stops after the install check and the configure
 # step (the clean-clone test, tests/scripts/clean_clone_test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# --scenario NAME is experiments/NAME.toml; everything else goes to serene-experiment.
+args=()
+while [[ $# -gt 0 ]]; do
+  if [[ $1 == --scenario || $1 == --scenario=* ]]; then
+    if [[ $1 == --scenario=* ]]; then name=${1#--scenario=}; shift
+    else
+      [[ $# -ge 2 ]] || { echo "demo.sh: --scenario needs a name (one of: $(cd experiments && ls *.toml | sed 's/\.toml$//' | tr '\n' ' '))" >&2; exit 2; }
+      name=$2; shift 2
+    fi
+    if [[ ! -f experiments/$name.toml ]]; then
+      echo "demo.sh: no scenario '$name' (experiments/$name.toml); the scenarios are: $(cd experiments && ls *.toml | sed 's/\.toml$//' | tr '\n' ' ')" >&2
+      exit 2
+    fi
+    args+=(-c "experiments/$name.toml")
+  else
+    args+=("$1"); shift
+  fi
+done
 
 bash scripts/install-deps.sh
 cmake --preset default >/dev/null
@@ -23,7 +45,7 @@ if [[ ${SERENE_STOP_AFTER_CONFIGURE:-0} == 1 ]]; then
 fi
 cmake --build --preset default
 
-build/bin/serene-experiment "$@"
+build/bin/serene-experiment "${args[@]}"
 
 echo
 echo "The switch's aggregation benchmark is build/bin/serene-bench (docs/client.md#serene-bench)."

@@ -23,6 +23,7 @@ using dataplane::BarrierParams;
 using testing::Derive;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::MakeTelemetry;
 using testing::Ns;
 using ::testing::StartsWith;
@@ -321,7 +322,7 @@ TEST_F(AdaptiveTest, ABindingWindowDoublesThenGoesAsync) {
 }
 
 TEST_F(AdaptiveTest, WaitingNowWithTheLagPastTheWindowIsEnoughOnTheFirstCall) {
-  Load();
+  Load({{"start", "16"}});
   StallOnEveryRank(1);
   for (int i = 0; i < kRanks; ++i) {
     if (i != 1) t_.mutable_ranks(i)->set_wait_now_ns(Ns(0.5));  // longer than a step
@@ -422,7 +423,7 @@ TEST_F(AdaptiveTest, SyncStaysWhileTheWaitsAreSmall) {
 
 // A rank that stops (a failure, a long pause) shows as silence; the others
 // fill the window and wait: no window helps, async() at once.
-TEST_F(AdaptiveTest, ARankSilentForEightStepsMakesABindingWindowAsync) {
+TEST_F(AdaptiveTest, ARankSilentForFourStepsMakesABindingBarrierAsync) {
   Load();
   Calm();
   Decide();
@@ -433,12 +434,38 @@ TEST_F(AdaptiveTest, ARankSilentForEightStepsMakesABindingWindowAsync) {
     r->set_wait_now_ns(i == 2 ? 0 : Ns(0.3));
     r->set_wait_total_ns(r->wait_total_ns() + (i == 2 ? 0 : Ns(0.5)));
   }
-  t_.mutable_ranks(2)->set_silent_ns(Ns(9 * kStep));
+  t_.mutable_ranks(2)->set_silent_ns(Ns(4.5 * kStep));
   Advance(1);
   auto d = Decide();
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->rule, BarrierParams::Async());
   EXPECT_THAT(script_->TakeLog().at(0), HasSubstr("a rank stalled"));
+}
+
+// Under sync() the first binding wait goes straight to async(): it may be the
+// start of a stop (a change made while a rank is stopped stays pending until
+// the switch evicts it), and under stalls that come and go ASYNC is as good
+// as any window. A slow_worker stall (a sleep of at most 2 steps, then its
+// own step) is not yet "stalled".
+TEST_F(AdaptiveTest, FromSyncABindingWaitGoesAsync) {
+  Load();
+  Calm();
+  Decide();
+  for (int i = 0; i < kRanks; ++i) {
+    v1::RankTelemetry* r = t_.mutable_ranks(i);
+    r->set_done(i == 2 ? 1000 : 1001);
+    r->set_waiting(i != 2);
+    r->set_wait_now_ns(i == 2 ? 0 : Ns(2 * kStep));
+    r->set_wait_total_ns(r->wait_total_ns() + (i == 2 ? 0 : Ns(0.2)));
+  }
+  t_.mutable_ranks(2)->set_silent_ns(Ns(3 * kStep));
+  Advance(1);
+  auto d = Decide();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->rule, BarrierParams::Async());
+  const std::vector<std::string> log = script_->TakeLog();
+  ASSERT_FALSE(log.empty());
+  EXPECT_THAT(log[0], Not(HasSubstr("stalled")));
 }
 
 TEST_F(AdaptiveTest, MaxWCapsTheWindowBeforeAsync) {
@@ -474,7 +501,7 @@ TEST_F(AdaptiveTest, JitterDoesNotGrowTheWindow) {
 }
 
 TEST_F(AdaptiveTest, SwapPendingReturnsNil) {
-  Load();
+  Load({{"start", "16"}});
   Calm();
   Decide();
   t_.mutable_policy()->set_swap_pending(true);
