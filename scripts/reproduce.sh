@@ -17,8 +17,9 @@
 #                  momentum and slowdown (with a quorum run too), cnn (quick: demo). Virtual time: the same numbers on any AVX2
 #                  machine, whatever its load.
 #   demo-real      serene-experiment, the README's demo (real switch and ranks
-#                  on this host), seeds 1-5 (quick: 1-3). Real time: run it on
-#                  a quiet machine.
+#                  on this host), seeds 1-5 (quick: 1-3), and the second demo,
+#                  experiments/slowdown.toml, seeds 1-3 (not quick). Real time:
+#                  run it on a quiet machine.
 #   comm           serene-bench comm (scripts/comm_sweep.sh, docs/performance.md):
 #                  Serene against Gloo's allreduce at 4 and 8 workers, 79,510,
 #                  1M and 25.6M values, rows of 362 and 4096, 5 runs of every
@@ -86,6 +87,19 @@ if [[ $tables_only -eq 0 ]]; then
       $BIN/serene-experiment --seed "$seed" --out "$scratch/demo-$seed" | tail -n 4
       $PY scripts/evidence.py record-experiment "$scratch/demo-$seed" --figure demo-real \
         --scenario demo --seed "$seed" $fresh
+      fresh=
+    done
+  fi
+  # The second demo: where staleness costs and a rank slows a third of the
+  # way, every policy of experiments/slowdown.toml, seeds 1-3 (not --quick).
+  if [[ $quick -eq 0 ]] && wanted demo-real slowdown; then
+    fresh=--fresh
+    for seed in 1 2 3; do
+      say "demo-real: slowdown, seed $seed (serene-experiment, real processes)"
+      $BIN/serene-experiment -c experiments/slowdown.toml --seed "$seed" \
+        --out "$scratch/slowdown-$seed" | tail -n 4
+      $PY scripts/evidence.py record-experiment "$scratch/slowdown-$seed" --figure demo-real \
+        --scenario slowdown --seed "$seed" $fresh
       fresh=
     done
   fi
