@@ -24,9 +24,9 @@
 -- training when the model moves fastest (docs/results.md, momentum and
 -- slowdown): a few hundred stale steps at the start can double the time to
 -- the target. SYNC costs only while someone waits, and the policy loosens
--- the barrier within one period of a wait: to async(), since that first
--- wait may be the start of a stop, and a change made while a rank is
--- stopped stays pending (no other can be made) until the switch evicts it.
+-- the barrier within one period of a wait. Not to async() at once: a rank
+-- that has just become slower does not look persistent yet, and async()
+-- would never bind again to show it; a window of 32 binds behind it.
 --
 -- Why loose once somebody waits. In this switch a read under SSP/ASYNC sees
 -- the live table, so how stale an update is depends on how long its rank's
@@ -57,8 +57,7 @@
 --      any rank is slower: quorum(live - slower, no lag bound)
 --   3. under a quorum with no slower rank left: W = max(4 x the lag, start)
 --      (async() past max_w), since the ranks left out are that far behind
---   4. binds: from sync() async(); otherwise W = 2W (at least 32), or
---      async() if 2W > max_w
+--   4. binds: W = 2W (at least 32), or async() if 2W > max_w
 --   5. no binding wait and no persistent rank for `hold` seconds: W =
 --      max(4 x the largest lag of that time, W / 2), sync() when the ranks
 --      kept in step (lag <= 1) throughout; from async() the same, starting
@@ -166,11 +165,7 @@ function on_telemetry(t)
     local new_w = w
     if binds then
       calm_since = nil
-      -- From sync() straight to async(): the first wait may be the start of
-      -- a stop, and a change made then stays pending until the switch
-      -- evicts the stopped rank. Under stalls that come and go ASYNC is as
-      -- good as any window (docs/results.md).
-      if w == 0 then new_w = math.huge else new_w = math.max(2 * w, 32) end
+      new_w = math.max(2 * w, 32)
     elseif persistent then
       calm_since = nil
     else

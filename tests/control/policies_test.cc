@@ -442,12 +442,11 @@ TEST_F(AdaptiveTest, ARankSilentForFourStepsMakesABindingBarrierAsync) {
   EXPECT_THAT(script_->TakeLog().at(0), HasSubstr("a rank stalled"));
 }
 
-// Under sync() the first binding wait goes straight to async(): it may be the
-// start of a stop (a change made while a rank is stopped stays pending until
-// the switch evicts it), and under stalls that come and go ASYNC is as good
-// as any window. A slow_worker stall (a sleep of at most 2 steps, then its
-// own step) is not yet "stalled".
-TEST_F(AdaptiveTest, FromSyncABindingWaitGoesAsync) {
+// Under sync() the first binding wait gets a window of 32: a rank that has
+// just become slower does not look persistent yet, and a window binds again
+// behind it where async() would not. A slow_worker stall (a sleep of at most
+// 2 steps, then its own step) is not "stalled".
+TEST_F(AdaptiveTest, FromSyncABindingWaitGetsAWindow) {
   Load();
   Calm();
   Decide();
@@ -462,7 +461,7 @@ TEST_F(AdaptiveTest, FromSyncABindingWaitGoesAsync) {
   Advance(1);
   auto d = Decide();
   ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->rule, BarrierParams::Async());
+  EXPECT_EQ(d->rule, BarrierParams::Ssp(32));
   const std::vector<std::string> log = script_->TakeLog();
   ASSERT_FALSE(log.empty());
   EXPECT_THAT(log[0], Not(HasSubstr("stalled")));
