@@ -137,7 +137,7 @@ def record_sim(args):
     m = machine()
     if args.commit:
         m["commit"] = args.commit
-    wanted = set(args.labels.split(",")) if args.labels else None
+    wanted = set(args.label) if args.label else None
     records = []
     for path in seeds:
         with open(path) as f:
@@ -148,7 +148,7 @@ def record_sim(args):
                 records.append(run_record(run, dict(m, figure=args.figure, scenario=args.scenario,
                                                     seed=seed, source="serene-sim")))
     if wanted is not None and not records:
-        fail(f"no run labelled {args.labels} under {args.out}")
+        fail(f"no run labelled {', '.join(args.label)} under {args.out}")
     if args.merge:
         # The runs of this output replace the same (seed, label) only: a
         # policy re-run beside fixed runs the simulator would repeat exactly.
@@ -605,7 +605,9 @@ def main():
                    "after later commits that do not change what it measures)")
     s.add_argument("--figure", required=True)
     s.add_argument("--scenario", required=True)
-    s.add_argument("--labels", help="record only these runs (comma-separated labels)")
+    s.add_argument("--label", action="append",
+                   help="record only the runs with this label (repeat for more; labels may "
+                   "hold commas, as QUORUM(3,inf) does)")
     s.add_argument("--merge", action="store_true",
                    help="keep the scenario's other records; replace only the same seed and label")
     s.set_defaults(func=record_sim)
