@@ -165,6 +165,8 @@ def record_experiment(args):
     with open(path) as f:
         j = json.load(f)
     m = machine()
+    if args.commit:
+        m["commit"] = args.commit
     records = [run_record(run, dict(m, figure=args.figure, scenario=args.scenario, seed=args.seed,
                                     source="serene-experiment")) for run in j["runs"]]
     # One seed at a time: keep the other seeds of this sweep (--fresh starts one).
@@ -484,9 +486,10 @@ def plots(args):
             for i, (name, med, lo, hi) in enumerate(rows):
                 f.write(f'{i} "{name}" {med} {lo} {hi}\n')
         out = os.path.join(DOCS, "img", "policies-sim.png")
-        script = f"""set terminal pngcairo size 1200,520 font ",9"
+        script = f"""set terminal pngcairo size 1400,560 font ",9"
 set output "{out}"
 set style fill solid 0.6
+set rmargin 8
 set boxwidth 0.7
 set ylabel "JCT, % of SYNC (median, min-max over seeds)"
 set xtics rotate by -60 nomirror
@@ -616,6 +619,7 @@ def main():
     s.add_argument("--figure", required=True)
     s.add_argument("--scenario", required=True)
     s.add_argument("--seed", type=int, required=True)
+    s.add_argument("--commit", help="the commit the run was made at, if not HEAD")
     s.add_argument("--fresh", action="store_true",
                    help="drop the scenario's earlier records (the first seed of a sweep)")
     s.set_defaults(func=record_experiment)
