@@ -47,7 +47,7 @@ _RANK_VARIABLES = (
     ("SLURM_PROCID", "SLURM_NTASKS"),
 )
 _STORE_TIMEOUT_S = 300.0  # how long a rank waits for rank 0's job in the store
-_LEAVE_WAIT_S = 60.0      # how long rank 0 waits for the others to close before deleting
+_LEAVE_WAIT_S = 60.0      # how long rank 0 waits for the others to leave before deleting
 
 
 class JobError(RuntimeError):
@@ -117,7 +117,8 @@ def _control_address(switch):
     try:
         return f"{host}:{int(port) + 1}"
     except ValueError:
-        raise JobError(f"SERENE_SWITCH={switch!r}: expected host:port, e.g. 127.0.0.1:7000") from None
+        raise JobError(f"SERENE_SWITCH={switch!r}: expected host:port, "
+                       "e.g. 127.0.0.1:7000") from None
 
 
 def _serene_ctl(control, args, timeout_s=10.0):
@@ -151,14 +152,13 @@ def _start_guard(control, job_id):
 class Job:
     """This rank's part of a Serene job: a joined `client`; rank 0 may own the job."""
 
-    def __init__(self, client, job_id, rank, world, store=None, owner=None, prefix="job"):
+    def __init__(self, client, job_id, rank, world, store=None, owner=None):
         self.client = client
         self.id = job_id
         self.rank = rank
         self.world_size = world
-        self._store = store
+        self._store = store  # rank 0 may serve it: kept while the job lives
         self._owner = owner  # rank 0 of a job it created: dict(control, id, guard, controller)
-        self._prefix = prefix
         self._closed = False
         atexit.register(self.close)
 
@@ -173,7 +173,8 @@ class Job:
         for the ranks of this launch. `policy` (default $SERENE_POLICY, else
         sync): sync, ssp:W, async, quorum:K:L, or a policy script (FILE.lua,
         run by a controller rank 0 starts). `evict_after` ("10s", "0" = never;
-        default the switch's) applies to a job this creates. `name` keeps two
+        default $SERENE_EVICT_AFTER, else the switch's 10 s) applies to a job
+        this creates; SERENE_ROW sets its row width. `name` keeps two
         jobs of one script apart. `client_options` go to serene.Client."""
         rank, world = rank_and_world()
         switch = os.environ.get("SERENE_SWITCH")
@@ -190,19 +191,18 @@ class Job:
             return job
 
         store = _rendezvous_store(rank, world)
-        prefix = name
         owner = None
         if rank == 0:
             try:
                 owner = cls._create(switch, world, elements, policy, evict_after)
             except BaseException as e:
-                store.set(f"{prefix}/job", json.dumps(dict(error=str(e))))
+                store.set(f"{name}/job", json.dumps(dict(error=str(e))))
                 raise
-            store.set(f"{prefix}/job", json.dumps(dict(id=owner["id"], key=owner["key"])))
+            store.set(f"{name}/job", json.dumps(dict(id=owner["id"], key=owner["key"])))
             job_id, key = owner["id"], owner["key"]
         else:
             try:
-                published = json.loads(store.get(f"{prefix}/job"))
+                published = json.loads(store.get(f"{name}/job"))
             except RuntimeError as e:
                 raise JobError(f"rank 0 did not publish the Serene job within "
                                f"{_STORE_TIMEOUT_S:g} s ({e}); did rank 0 start?") from None
@@ -210,7 +210,7 @@ class Job:
                 raise JobError(f"rank 0 could not create the Serene job: {published['error']}")
             job_id, key = published["id"], published["key"]
         client = Client.from_env(job=job_id, key=key, **options)
-        job = cls(client, job_id, rank, world, store=store, owner=owner, prefix=prefix)
+        job = cls(client, job_id, rank, world, store=store, owner=owner)
         job._join(elements)
         return job
 
@@ -226,6 +226,8 @@ class Job:
         row = os.environ.get("SERENE_ROW")
         if row:
             args += ["--row", row]
+        if evict_after is None:
+            evict_after = os.environ.get("SERENE_EVICT_AFTER")
         if evict_after is not None:
             args += ["--evict-after", str(evict_after)]
         created = None
@@ -257,9 +259,21 @@ class Job:
             raise JobError(f"the job has {info.workers} ranks but this launch has "
                            f"{self.world_size}; create it with workers={self.world_size}")
 
+    def _others_still_in(self):
+        """Whether another rank may still use the job: it is live (has not left
+        and was not evicted) and has sent something in the last 3 s."""
+        try:
+            telemetry = json.loads(_serene_ctl(self._owner["control"],
+                                               ["telemetry", str(self.id), "--json"]))
+        except (JobError, ValueError, subprocess.TimeoutExpired):
+            return False
+        return any(r.get("live") and 0 <= int(r.get("silent_ns", -1)) < 3_000_000_000
+                   for r in telemetry.get("ranks", []) if r.get("rank", 0) != self.rank)
+
     def close(self):
-        """Leaves the job; rank 0 of a job it created waits (up to 60 s) for the
-        other ranks to close theirs, then deletes it. Runs at exit too."""
+        """Leaves the job; rank 0 of a job it created waits (up to 60 s) while
+        another rank is still in it (live and not silent for 3 s), then deletes
+        it. Runs at exit too."""
         if self._closed:
             return
         self._closed = True
@@ -268,21 +282,11 @@ class Job:
                 self.client.leave()
         except Exception:  # noqa: BLE001  (the job may be gone already)
             pass
-        if self._store is not None:
-            try:
-                self._store.add(f"{self._prefix}/closed", 1)
-            except Exception:  # noqa: BLE001  (the store's server may have gone)
-                pass
         if self._owner is None:
             return
         deadline = time.monotonic() + _LEAVE_WAIT_S
-        while time.monotonic() < deadline:
-            try:
-                if self._store.add(f"{self._prefix}/closed", 0) >= self.world_size:
-                    break
-            except Exception:  # noqa: BLE001
-                break
-            time.sleep(0.05)
+        while time.monotonic() < deadline and self._others_still_in():
+            time.sleep(0.1)
         guard = self._owner["guard"]
         guard.stdin.close()  # the guard deletes the job
         try:
