@@ -152,9 +152,10 @@ def _start_guard(control, job_id):
 class Job:
     """This rank's part of a Serene job: a joined `client`; rank 0 may own the job."""
 
-    def __init__(self, client, job_id, rank, world, store=None, owner=None):
+    def __init__(self, client, job_id, rank, world, store=None, owner=None, policy=None):
         self.client = client
         self.id = job_id
+        self.policy = policy  # as created ("sync", "ssp:4", "adaptive.lua"); None: not ours
         self.rank = rank
         self.world_size = world
         self._store = store  # rank 0 may serve it: kept while the job lives
@@ -198,8 +199,9 @@ class Job:
             except BaseException as e:
                 store.set(f"{name}/job", json.dumps(dict(error=str(e))))
                 raise
-            store.set(f"{name}/job", json.dumps(dict(id=owner["id"], key=owner["key"])))
-            job_id, key = owner["id"], owner["key"]
+            store.set(f"{name}/job", json.dumps(dict(id=owner["id"], key=owner["key"],
+                                                     policy=owner["policy"])))
+            job_id, key, policy = owner["id"], owner["key"], owner["policy"]
         else:
             try:
                 published = json.loads(store.get(f"{name}/job"))
@@ -208,9 +210,10 @@ class Job:
                                f"{_STORE_TIMEOUT_S:g} s ({e}); did rank 0 start?") from None
             if "error" in published:
                 raise JobError(f"rank 0 could not create the Serene job: {published['error']}")
-            job_id, key = published["id"], published["key"]
+            job_id, key, policy = published["id"], published["key"], published["policy"]
         client = Client.from_env(job=job_id, key=key, **options)
-        job = cls(client, job_id, rank, world, store=store, owner=owner)
+        job = cls(client, job_id, rank, world, store=store, owner=owner,
+                  policy=policy)
         job._join(elements)
         return job
 
@@ -241,7 +244,7 @@ class Job:
         if created is None:
             raise JobError(f"could not find a free job id on {control}")
         owner = dict(control=control, id=int(created["id"]), key=int(created["key"]),
-                     controller=None)
+                     controller=None, policy=policy)
         owner["guard"] = _start_guard(control, owner["id"])
         if script is not None:
             ctl = find_binary("serene-ctl")
@@ -278,7 +281,7 @@ class Job:
             return
         self._closed = True
         try:
-            if self.client.joined and not self.client.finished:
+            if self.client.joined:  # also after a finish: the switch then sees it gone
                 self.client.leave()
         except Exception:  # noqa: BLE001  (the job may be gone already)
             pass
@@ -287,15 +290,16 @@ class Job:
         deadline = time.monotonic() + _LEAVE_WAIT_S
         while time.monotonic() < deadline and self._others_still_in():
             time.sleep(0.1)
+        controller = self._owner["controller"]
+        if controller is not None:  # stopped first: SIGTERM ends it cleanly
+            controller.terminate()
+            try:
+                controller.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                controller.kill()
         guard = self._owner["guard"]
         guard.stdin.close()  # the guard deletes the job
         try:
             guard.wait(timeout=15)
         except subprocess.TimeoutExpired:
             pass
-        controller = self._owner["controller"]
-        if controller is not None:
-            try:
-                controller.wait(timeout=5)  # it ends when the job is deleted
-            except subprocess.TimeoutExpired:
-                controller.terminate()
