@@ -132,8 +132,8 @@ def _serene_ctl(control, args, timeout_s=10.0):
                           text=True, timeout=timeout_s)
     if done.returncode != 0:
         message = done.stderr.strip().removeprefix("serene-ctl: ")
-        raise JobError(f"the switch's runtime API at {control} refused `serene-ctl "
-                       f"{' '.join(args[:2])}`: {message}")
+        raise JobError(f"`serene-ctl {' '.join(args[:2])}` against the switch's runtime API at "
+                       f"{control} failed: {message}")
     return done.stdout
 
 
