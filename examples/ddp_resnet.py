@@ -53,6 +53,9 @@ def main():
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
+    x_train, y_train = images("train")
+    x_test, y_test = images("test", args.eval_images)
+    batches = shard_batches(len(x_train), rank, world, args.batch, args.seed)
     torch.manual_seed(args.seed)
     model = torch.nn.parallel.DistributedDataParallel(resnet())
     comm_s = None
@@ -67,9 +70,6 @@ def main():
         model.register_comm_hook(timer, timed_allreduce_hook)
         comm_s = lambda: timer.comm_s  # noqa: E731
 
-    x_train, y_train = images("train")
-    x_test, y_test = images("test", args.eval_images)
-    batches = shard_batches(len(x_train), rank, world, args.batch, args.seed)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.steps)
     log = RunLog(f"ddp-{args.comm}", rank, world, args)
@@ -81,7 +81,7 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
         opt.step()
         schedule.step()
-        log.step(time.monotonic() - started)
+        log.step(time.monotonic() - started, comm_s() if comm_s else None)
         if step % args.eval_every == 0 or step == args.steps:
             stop = torch.zeros(1)
             if rank == 0:

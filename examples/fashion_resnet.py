@@ -77,11 +77,17 @@ class RunLog:
     def __init__(self, mode, rank, world, args):
         self.rank, self.args = rank, args
         self.record = dict(mode=mode, world_size=world, batch=args.batch, lr=args.lr,
-                           seed=args.seed, step_s=[], evals=[], time_to_target_s=None)
+                           seed=args.seed, step_s=[], comm_step_s=[], evals=[],
+                           time_to_target_s=None)
         self.start = time.monotonic()
+        self._comm_total = 0.0
 
-    def step(self, seconds):
+    def step(self, seconds, comm_total=None):
+        """One step took `seconds`; `comm_total`: the communication time so far."""
         self.record["step_s"].append(seconds)
+        if comm_total is not None:
+            self.record["comm_step_s"].append(comm_total - self._comm_total)
+            self._comm_total = comm_total
 
     def evaluated(self, step, accuracy):
         elapsed = time.monotonic() - self.start

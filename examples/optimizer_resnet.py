@@ -27,14 +27,13 @@ def main():
     add_common_flags(p)
     args = p.parse_args()
     torch.set_num_threads(1)
+    x_train, y_train = images("train")  # the data first: the first step waits for no loader
+    x_test, y_test = images("test", args.eval_images)
     torch.manual_seed(args.seed)
     model = resnet()
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4)
     opt = serene.torch.DistributedOptimizer(opt)
     rank, world = opt.serene_job.rank, opt.serene_job.world_size
-
-    x_train, y_train = images("train")
-    x_test, y_test = images("test", args.eval_images)
     batches = shard_batches(len(x_train), rank, world, args.batch, args.seed)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=args.steps)
     log = RunLog("optimizer", rank, world, args)
@@ -46,7 +45,7 @@ def main():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
         opt.step()
         schedule.step()
-        log.step(time.monotonic() - started)
+        log.step(time.monotonic() - started, opt.comm_s)
         if opt.finished:  # rank 0 reached the target and ended the job
             break
         if rank == 0 and (step % args.eval_every == 0 or step == args.steps):
