@@ -20,6 +20,7 @@ policy, and the hook raises at the first step released before every rank
 finished it (a job whose policy was changed, or a quorum).
 """
 
+import os
 import time
 
 import torch
@@ -47,8 +48,6 @@ class HookState:
         if self.elements == 0:
             raise ValueError("serene.torch.HookState: the model has no parameters to train")
         if job is None:
-            import os
-
             chosen = policy or os.environ.get("SERENE_POLICY") or "sync"
             if chosen != "sync":
                 raise JobError(
@@ -57,8 +56,7 @@ class HookState:
                     "SSP or ASYNC a rank reads a sum missing slower ranks' gradients or holding "
                     "faster ranks' next step, and the replicas drift apart). For SSP, ASYNC or "
                     "a policy script use serene.torch.DistributedOptimizer")
-            job = Job.from_env(self.elements, policy="sync", evict_after="0", name=name,
-                               fail_on_saturation=True)
+            job = Job.from_env(self.elements, policy="sync", evict_after="0", name=name)
         self.job = job
         self.client = job.client
         info = self.client.info

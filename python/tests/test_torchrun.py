@@ -14,7 +14,7 @@ import torch
 import serene
 import serene.torch as st
 from conftest import SOURCE_DIR, free_port, serene_ctl
-from serene.job import Job, JobError
+from serene.job import JobError, rank_and_world
 
 RANK_SCRIPT = str(SOURCE_DIR / "python" / "tests" / "ddp_rank.py")
 
@@ -135,3 +135,26 @@ def test_one_rank_job_lifecycle_in_process(one_rank):
     with pytest.raises(TypeError, match="torch.optim.Optimizer"):
         st.DistributedOptimizer(net)
     assert serene.Client  # the package is whole
+
+
+@pytest.mark.parametrize("variables", [
+    dict(RANK="1", WORLD_SIZE="3"),
+    dict(OMPI_COMM_WORLD_RANK="1", OMPI_COMM_WORLD_SIZE="3"),
+    dict(PMI_RANK="1", PMI_SIZE="3"),
+    dict(SLURM_PROCID="1", SLURM_NTASKS="3"),
+])
+def test_rank_and_world_from_each_launcher(monkeypatch, variables):
+    for name in ("RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+                 "PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert rank_and_world() == (1, 3)
+
+
+def test_no_rank_in_the_environment(monkeypatch):
+    for name in ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(JobError, match="no rank in the environment: start the script with "
+                       "torchrun"):
+        rank_and_world()
