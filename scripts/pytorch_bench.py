@@ -15,9 +15,10 @@ runtime API on a free loopback port; rank 0 creates and deletes each job):
 
 Repetitions are interleaved (every configuration once, then again) so that
 the load of a shared machine spreads over all of them. Every run's rank-0
-record goes to OUT/runs.jsonl; OUT/summary.md gets the table (median of the
-runs with min-max) and OUT/pytorch-n4.png the plot (gnuplot). A benchmark,
-not a test: nothing here passes or fails on a number.
+record goes to OUT/runs.jsonl (default docs/data/pytorch-n4/); OUT/summary.md
+gets the table (median of the runs with min-max) and --plot
+(docs/img/pytorch-n4.png) the plot (gnuplot). A benchmark, not a test:
+nothing here passes or fails on a number.
 """
 
 import argparse
@@ -98,6 +99,22 @@ def spread(values, scale=1.0, digits=1):
             f"({f.format(min(values) * scale)}–{f.format(max(values) * scale)})")
 
 
+def paired(records):
+    """The hook's communication time over gloo's, run by run (same repetition)."""
+    lines = []
+    for key, what in (("median_comm_step_s", "median step"), ("comm_s_per_step", "mean")):
+        ratios = []
+        for rep in sorted({r["rep"] for r in records}):
+            by = {r["config"]: r for r in records if r["rep"] == rep}
+            if "ddp-serene" in by and "ddp-gloo-timed" in by:
+                ratios.append(by["ddp-serene"][key] / by["ddp-gloo-timed"][key])
+        if ratios:
+            lines.append(f"\nddp-serene / ddp-gloo-timed communication time per step ({what}), "
+                         f"paired by repetition: {spread(ratios, 1, 2)}; per run: "
+                         + ", ".join(f"{x:.2f}" for x in ratios) + "\n")
+    return "".join(lines)
+
+
 def summarize(records, args, out_dir):
     rows = []
     data = []
@@ -110,8 +127,10 @@ def summarize(records, args, out_dir):
         tta = [r["time_to_target_s"] for r in rs]
         acc = [r["final_accuracy"] for r in rs]
         reached = sum(t is not None for t in tta)
+        mean_comm = [r["comm_s_per_step"] if r["comm_step_s"] else None for r in rs]
         rows.append(f"| {config} | {len(rs)} | {spread(step, 1000)} | "
                     f"{spread(comm, 1000) if any(c is not None for c in comm) else '–'} | "
+                    f"{spread(mean_comm, 1000) if any(c is not None for c in comm) else '–'} | "
                     f"{spread(tta)} ({reached}/{len(rs)}) | {spread(acc, 1, 4)} |")
         def med(v):
             v = [x for x in v if x is not None]
@@ -122,15 +141,16 @@ def summarize(records, args, out_dir):
               f"communication time: each run's median step; time to target and final "
               f"accuracy: each run's; then the median of the runs (min–max). {machine()}.\n\n"
               "| configuration | runs | step time (ms) | communication time per step (ms) | "
+              "mean communication time per step (ms) | "
               "time to target (s) (runs reaching it) | final accuracy |\n"
-              "|---|---|---|---|---|---|\n")
-    (out_dir / "summary.md").write_text(header + "\n".join(rows) + "\n")
+              "|---|---|---|---|---|---|---|\n")
+    (out_dir / "summary.md").write_text(header + "\n".join(rows) + "\n" + paired(records))
     dat = out_dir / "summary.dat"
     dat.write_text("".join(f"{c} {' '.join(f'{x:.3f}' for x in v)}\n"
                            for c, *v in data))
     plot = f"""
 set terminal pngcairo size 900,450 font ",10"
-set output "{out_dir / 'pytorch-n4.png'}"
+set output "{args.plot}"
 set title "PyTorch on Serene vs gloo, {args.nproc} ranks: median per step (min-max)"
 set ylabel "ms"
 set style data histogram
@@ -155,6 +175,7 @@ def main():
     p.add_argument("--target", type=float, default=0.75)
     p.add_argument("--configs", default=",".join(CONFIGS))
     p.add_argument("--out", default=str(ROOT / "docs" / "data" / "pytorch-n4"))
+    p.add_argument("--plot", default=str(ROOT / "docs" / "img" / "pytorch-n4.png"))
     p.add_argument("--summarize-only", action="store_true",
                    help="redo the table and plot from OUT/runs.jsonl")
     args = p.parse_args()
