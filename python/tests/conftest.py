@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from serene.launch import SwitchProcess, _find_switch_binary
+from serene.launch import SwitchProcess, _find_switch_binary, find_binary
 
 SOURCE_DIR = Path(os.environ.get("SERENE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 
@@ -72,19 +72,19 @@ def free_port():
 
 def serene_ctl(control_switch, *args):
     """Runs serene-ctl against the fixture's switch; returns the CompletedProcess."""
-    ctl = _find_switch_binary(None).with_name("serene-ctl")
+    ctl = find_binary("serene-ctl")
     env = dict(os.environ, SERENE_TOKEN_FILE=str(control_switch["token_file"]))
     return subprocess.run([str(ctl), "--control", control_switch["control"], *args],
                           capture_output=True, text=True, env=env, timeout=30)
 
 
-def start_rank_processes(n, command, env, keep=()):
+def start_rank_processes(n, command, env):
     """Starts `command` n times as ranks 0..n-1 of one launch, as Slurm or mpirun
     would (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set; no torchrun agent).
     Returns the Popen objects (stdout and stderr piped, text)."""
     port = free_port()
     base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("SERENE_JOB", "SERENE_KEY", "TORCHELASTIC")) or k in keep}
+            if not k.startswith(("SERENE_JOB", "SERENE_KEY", "TORCHELASTIC"))}
     base.update(env, WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     return [subprocess.Popen([sys.executable, *command], env=dict(base, RANK=str(r),
                              LOCAL_RANK=str(r)), stdout=subprocess.PIPE,

@@ -9,6 +9,7 @@ parameters to OUT/rank<R>.pt.
 import argparse
 import os
 import signal
+import time
 
 import torch
 import torch.distributed as dist
@@ -41,6 +42,8 @@ def main():
                    "before this step")
     p.add_argument("--die-rank", type=int, default=1)
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    p.add_argument("--slow-rank", type=int, default=-1,
+                   help="this rank sleeps 0.3 s before each backward pass")
     args = p.parse_args()
     rank = int(os.environ.get("RANK", "0"))
     model = make_model(seed=rank + 1)
@@ -64,6 +67,8 @@ def main():
         x, y = batch(rank, step)
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(model(x.to(next(model.parameters()).dtype)), y)
+        if rank == args.slow_rank:
+            time.sleep(0.3)
         loss.backward()
         record["grads"].append(flat(p.grad for p in model.parameters()))
         torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)

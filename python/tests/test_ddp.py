@@ -5,12 +5,14 @@ rank's model is bit-identical after every step under SYNC; the hook's mean
 gradient equals gloo's allreduce within the fixed-point error; the job is
 deleted when the ranks end."""
 
+import json
 import os
 
 import pytest
 import torch
 
 from conftest import SOURCE_DIR, serene_ctl, start_rank_processes
+from ddp_rank import make_model
 
 RANK_SCRIPT = str(SOURCE_DIR / "python" / "tests" / "ddp_rank.py")
 SCALE = 2.0**24
@@ -123,3 +125,19 @@ def test_rank_0_killed_deletes_the_job_and_the_others_fail_clearly(control_switc
     assert code1 != 0 and "DistributedOptimizer: rank 1" in err1, err1[-3000:]
     assert_no_jobs(control_switch)
     assert os.path.exists(out)  # nothing else to check: the switch no longer has the job
+
+
+def test_hook_refuses_a_step_released_before_every_rank_finished_it(control_switch, tmp_path):
+    # A job that exists (SERENE_JOB, SERENE_KEY), made ASYNC behind the hook's
+    # back: the first step the fast rank is released from alone is refused.
+    n = sum(p.numel() for p in make_model(1).parameters())
+    created = serene_ctl(control_switch, "job", "create", "--workers", "2", "--elements", str(n),
+                         "--policy", "async", "--json")
+    assert created.returncode == 0, created.stderr
+    job = json.loads(created.stdout)
+    out, results = run(control_switch, tmp_path, "hook", steps=4, extra=["--slow-rank", "1"],
+                       env=dict(SERENE_JOB=str(job["id"]), SERENE_KEY=str(job["key"]),
+                                SERENE_DEADLINE_S="3"))
+    (_, err0, code0), _ = results
+    assert code0 != 0
+    assert "before every rank finished it" in err0 and "policy is not SYNC" in err0, err0[-3000:]
