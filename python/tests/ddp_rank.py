@@ -42,6 +42,8 @@ def main():
                    "before this step")
     p.add_argument("--die-rank", type=int, default=1)
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    p.add_argument("--autocast", action="store_true",
+                   help="forward pass under torch.autocast('cpu', bfloat16)")
     p.add_argument("--slow-rank", type=int, default=-1,
                    help="this rank sleeps 0.3 s before each backward pass")
     args = p.parse_args()
@@ -66,7 +68,9 @@ def main():
             os.kill(os.getpid(), signal.SIGKILL)
         x, y = batch(rank, step)
         opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x.to(next(model.parameters()).dtype)), y)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.autocast):
+            logits = model(x.to(next(model.parameters()).dtype))
+        loss = torch.nn.functional.cross_entropy(logits.float(), y)
         if rank == args.slow_rank:
             time.sleep(0.3)
         loss.backward()
