@@ -50,6 +50,9 @@ _STORE_TIMEOUT_S = 300.0  # how long a rank waits for rank 0's job in the store
 _LEAVE_WAIT_S = 60.0      # how long rank 0 waits for the others to leave before deleting
 
 
+_jobs_made = {}  # name -> jobs this process made from the store so far
+
+
 class JobError(RuntimeError):
     """A job that cannot be set up; the message says why and what to do."""
 
@@ -192,6 +195,10 @@ class Job:
             return job
 
         store = _rendezvous_store(rank, world)
+        # Every rank makes the same jobs in the same order: the n-th job of a
+        # name has a key of its own, so no rank reads an earlier job's entry.
+        _jobs_made[name] = _jobs_made.get(name, 0) + 1
+        name = f"{name}/{_jobs_made[name]}"
         owner = None
         if rank == 0:
             try:

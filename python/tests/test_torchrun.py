@@ -158,3 +158,30 @@ def test_no_rank_in_the_environment(monkeypatch):
     with pytest.raises(JobError, match="no rank in the environment: start the script with "
                        "torchrun"):
         rank_and_world()
+
+
+def test_no_rendezvous_store(one_rank, monkeypatch):
+    monkeypatch.delenv("MASTER_ADDR")
+    with pytest.raises(JobError, match="no rendezvous store to pass the job key through: "
+                       "torchrun sets MASTER_ADDR and MASTER_PORT"):
+        st.DistributedOptimizer(torch.optim.SGD(model().parameters(), lr=0.1))
+
+
+def test_optimizer_state_dict_moves_between_wrapped_and_plain(one_rank):
+    net = model()
+    opt = st.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9))
+    sum(p.sum() for p in net.parameters()).backward()
+    opt.step()
+    saved = opt.state_dict()
+    opt.close()
+    plain = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    plain.load_state_dict(saved)  # a checkpoint of the wrapped optimizer, loaded unwrapped
+    assert plain.state_dict()["param_groups"] == saved["param_groups"]
+    for key, state in saved["state"].items():
+        assert torch.equal(plain.state_dict()["state"][key]["momentum_buffer"],
+                           state["momentum_buffer"])
+    # And back: a plain optimizer's state survives wrapping.
+    again = st.DistributedOptimizer(plain)
+    assert torch.equal(next(iter(again.state.values()))["momentum_buffer"],
+                       next(iter(saved["state"].values()))["momentum_buffer"])
+    again.close()
