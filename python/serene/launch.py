@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 
 _LISTENING = re.compile(r"listening on (\S+)")
+_RUNTIME_API = re.compile(r"runtime API at (\S+)")
 
 
 def _log(message):
@@ -49,48 +50,69 @@ class LaunchError(Exception):
     """A launch that cannot go on; the message says why and what to do."""
 
 
-def _find_switch_binary(explicit):
+def find_binary(name, explicit=None):
+    """The path of Serene's program `name` (serene-switch, serene-ctl): `explicit`,
+    else $SERENE_BIN_DIR/name, else the bin/ beside the package (build/bin),
+    else PATH; LaunchError saying where it looked if none is there."""
     candidates = []
     if explicit:
         candidates.append(Path(explicit))
     if os.environ.get("SERENE_BIN_DIR"):
-        candidates.append(Path(os.environ["SERENE_BIN_DIR"]) / "serene-switch")
+        candidates.append(Path(os.environ["SERENE_BIN_DIR"]) / name)
     # The package is assembled in build/python/serene; the binaries in build/bin.
-    candidates.append(Path(__file__).resolve().parents[2] / "bin" / "serene-switch")
-    on_path = shutil.which("serene-switch")
+    candidates.append(Path(__file__).resolve().parents[2] / "bin" / name)
+    on_path = shutil.which(name)
     if on_path:
         candidates.append(Path(on_path))
     for c in candidates:
         if c.is_file() and os.access(c, os.X_OK):
             return c
     raise LaunchError(
-        "no serene-switch binary found (looked at "
+        f"no {name} binary found (looked at "
         + ", ".join(str(c) for c in candidates)
-        + "); build it (cmake --build build) or pass --switch-bin PATH or --switch HOST:PORT"
+        + f"); build it (cmake --build build --target {name}) or put it on PATH"
+        + (" or pass --switch-bin PATH or --switch HOST:PORT" if name == "serene-switch" else "")
     )
 
 
-class SwitchProcess:
-    """A serene-switch child on an ephemeral loopback port; its log goes to a file."""
+def _find_switch_binary(explicit):
+    return find_binary("serene-switch", explicit)
 
-    def __init__(self, binary, job_spec, log_path, start_timeout_s=20.0):
+
+class SwitchProcess:
+    """A serene-switch child on an ephemeral loopback port; its log goes to a file.
+
+    `job_spec` is a static job (None: no job). `control` is the runtime API's
+    address ("off", or "127.0.0.1:0" for a free port, then `control_address`
+    is where it listens); `token_file` the API's token file."""
+
+    def __init__(self, binary, job_spec, log_path, start_timeout_s=20.0, control="off",
+                 token_file=None):
         self.log_path = log_path
         self._log = open(log_path, "w")
+        command = [str(binary), "--bind", "127.0.0.1", "--port", "0", "--control", control]
+        if token_file is not None:
+            command += ["--token-file", str(token_file)]
+        if job_spec is not None:
+            command += ["--job", job_spec]
         self.process = subprocess.Popen(
-            [str(binary), "--bind", "127.0.0.1", "--port", "0", "--control", "off",
-             "--job", job_spec],
+            command,
             stdout=self._log,
             stderr=subprocess.PIPE,
             text=True,
             preexec_fn=_die_with_parent,  # started before any thread of ours
         )
         self.address = None
+        self.control_address = None
         found = threading.Event()
 
         def drain():
             for line in self.process.stderr:
                 self._log.write(line)
                 self._log.flush()
+                m = _RUNTIME_API.search(line)
+                if m:  # logged before "listening on"
+                    self.control_address = m.group(1)
                 m = _LISTENING.search(line)
                 if m and not found.is_set():
                     self.address = m.group(1)

@@ -25,6 +25,11 @@ optimizer's step made to the pulled parameters, divided by N instead.
 Straggler patterns (`straggler="slow_worker:0.15:0.5:2"`) and the metrics
 (`worker.metrics()`) are serene-train's: the sleep follows the computation,
 before the push, and the same totals are kept (docs/training.md).
+
+For scripts written for DistributedDataParallel or Horovod, with the job
+made from torchrun's (Slurm's, mpirun's) environment: DistributedOptimizer
+(serene/optimizer.py) and the DDP communication hook allreduce_hook with its
+HookState (serene/ddp_hook.py).
 """
 
 import json
@@ -35,8 +40,11 @@ from typing import Callable, Optional
 import torch
 
 from ._serene import Client, ClockResult, JobInfo, Straggler
+from .ddp_hook import HookState, allreduce_hook
+from .optimizer import DistributedOptimizer
 
-__all__ = ["Worker", "StepResult", "flat_size"]
+__all__ = ["Worker", "StepResult", "flat_size", "DistributedOptimizer", "HookState",
+           "allreduce_hook"]
 
 
 def flat_size(module: torch.nn.Module) -> int:

@@ -6,13 +6,16 @@ SERENE_SOURCE_DIR; run by hand the same way:
 """
 
 import os
+import socket
+import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
 
 import pytest
 
-from serene.launch import SwitchProcess, _find_switch_binary
+from serene.launch import SwitchProcess, _find_switch_binary, find_binary
 
 SOURCE_DIR = Path(os.environ.get("SERENE_SOURCE_DIR", Path(__file__).resolve().parents[2]))
 
@@ -35,6 +38,58 @@ def start_switch():
     yield start
     for s in started:
         s.stop()
+
+
+TOKEN = "serene-test-token-0123456789"
+
+
+@pytest.fixture
+def control_switch(tmp_path):
+    """A serene-switch with no job and its runtime API on a free loopback port,
+    with a token: a dict of `switch` (data-plane address), `control` (the
+    API's address), `token_file` (mode 0600), `env` (what a rank needs beside
+    its rank: SERENE_SWITCH, SERENE_CONTROL, SERENE_TOKEN_FILE) and `process`."""
+    token_file = tmp_path / "api.token"
+    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(TOKEN + "\n")
+    log = tmp_path / "switch.log"
+    switch = SwitchProcess(_find_switch_binary(None), None, str(log), control="127.0.0.1:0",
+                           token_file=token_file)
+    assert switch.control_address, log.read_text()
+    env = dict(SERENE_SWITCH=switch.address, SERENE_CONTROL=switch.control_address,
+               SERENE_TOKEN_FILE=str(token_file))
+    yield dict(switch=switch.address, control=switch.control_address, token_file=token_file,
+               env=env, process=switch)
+    switch.stop()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serene_ctl(control_switch, *args):
+    """Runs serene-ctl against the fixture's switch; returns the CompletedProcess."""
+    ctl = find_binary("serene-ctl")
+    env = dict(os.environ, SERENE_TOKEN_FILE=str(control_switch["token_file"]))
+    return subprocess.run([str(ctl), "--control", control_switch["control"], *args],
+                          capture_output=True, text=True, env=env, timeout=30)
+
+
+def start_rank_processes(n, command, env):
+    """Starts `command` n times as ranks 0..n-1 of one launch, as Slurm or mpirun
+    would (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT set; no torchrun agent).
+    Returns the Popen objects (stdout and stderr piped, text)."""
+    port = free_port()
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("SERENE_JOB", "SERENE_KEY", "TORCHELASTIC"))}
+    base.update(env, WORLD_SIZE=str(n), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    return [subprocess.Popen([sys.executable, *command], env=dict(base, RANK=str(r),
+                             LOCAL_RANK=str(r)), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+            for r in range(n)]
 
 
 def run_ranks(n, body, timeout_s=60):
