@@ -1,5 +1,7 @@
 #include "bench_report.h"
 
+#include <gtest/gtest.h>
+
 #include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
@@ -10,6 +12,8 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+
+#include "net/fault_injector.h"
 
 namespace serene::faults {
 namespace {
@@ -220,6 +224,38 @@ BenchReport BenchProcess::Finish(std::chrono::milliseconds guard) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_at_).count();
   if (!killed) r.exit_code = code;
   return r;
+}
+
+void ExpectFaultsFired(const std::string& spec, const BenchReport& r,
+                       bool expect_retransmissions) {
+  SCOPED_TRACE("--fault " + spec);
+  auto parsed = net::FaultSpec::Parse(spec);
+  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+  const net::FaultSpec& f = *parsed;
+  ASSERT_TRUE(f.enabled()) << "a fault case without a fault";
+  auto check = [&](const char* dir, bool applies, const std::optional<InjectorCounters>& c) {
+    if (!applies) return;
+    SCOPED_TRACE(dir);
+    ASSERT_TRUE(c.has_value()) << "the switch reported no " << dir << " injector:\n" << r.output;
+    EXPECT_GT(c->offered, 0u) << "nothing went through the injector";
+    if (f.drop > 0) {
+      EXPECT_GT(c->dropped, 0u) << "drop configured, nothing dropped";
+    }
+    if (f.duplicate > 0) {
+      EXPECT_GT(c->duplicated, 0u) << "dup configured, nothing duplicated";
+    }
+    if (f.reorder > 0) {
+      EXPECT_GT(c->reordered, 0u) << "reorder configured, nothing reordered";
+    }
+    if (f.delay_max > 0) {
+      EXPECT_GT(c->delayed, 0u) << "delay configured, nothing delayed";
+    }
+  };
+  check("rx", f.applies_to_rx(), r.sw.rx);
+  check("tx", f.applies_to_tx(), r.sw.tx);
+  if (expect_retransmissions && f.drop > 0) {
+    EXPECT_GT(r.retransmissions, 0u) << "loss injected, but no rank retransmitted";
+  }
 }
 
 }  // namespace serene::faults

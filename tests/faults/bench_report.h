@@ -84,6 +84,15 @@ struct BenchReport {
 // Parses serene-bench's output (exit code and wall time are left unset).
 BenchReport ParseBenchOutput(const std::string& output);
 
+// Checks (gtest expectations) that the switch's injectors did what `spec`
+// (a --fault spec) configures, in each direction it names: datagrams
+// dropped, duplicated, reordered and delayed > 0 for each fault with a
+// non-zero probability or delay, and, where loss was injected, that the
+// ranks retransmitted (serene-bench's READ and CLOCK retransmissions) if
+// `expect_retransmissions`. A --fault the switch ignored, or an injector
+// that does nothing, fails here instead of passing as a clean run.
+void ExpectFaultsFired(const std::string& spec, const BenchReport& r, bool expect_retransmissions);
+
 // Processes whose parent is `parent` (from /proc), with their command names.
 struct ProcessInfo {
   pid_t pid = 0;
