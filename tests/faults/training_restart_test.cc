@@ -68,6 +68,11 @@ std::unique_ptr<ChildProcess> StartRank(const std::string& address, int rank,
                                                                  "1",
                                                                  "--metrics",
                                                                  metrics.string(),
+                                                                 "--save-model",
+                                                                 (metrics.parent_path() /
+                                                                  ("model" + std::to_string(rank) +
+                                                                   ".bin"))
+                                                                     .string(),
                                                                  "--log-level",
                                                                  "warn"});
 }
@@ -125,6 +130,11 @@ TEST(TrainingRestartTest, SyncTrainingAcrossASwitchRestartIsBitIdentical) {
       EXPECT_EQ(a["iterations"], kSteps);
       EXPECT_EQ(a["timeline"].size(), kSteps / 10 + 1);  // steps 0, 10, ..., 60
       ExpectSameTraining(a, b);
+      // And the final models, byte for byte.
+      const std::string model = "model" + std::to_string(rank) + ".bin";
+      const std::string want = Slurp(scratch.path() / "undisturbed" / model);
+      EXPECT_EQ(want.size(), 79510u * sizeof(float));
+      EXPECT_TRUE(want == Slurp(dir / model)) << "the final models differ";
     }
   }
 }
