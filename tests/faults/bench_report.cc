@@ -1,7 +1,5 @@
 #include "bench_report.h"
 
-#include <gtest/gtest.h>
-
 #include <dirent.h>
 #include <signal.h>
 #include <unistd.h>
@@ -13,7 +11,6 @@
 #include <sstream>
 #include <thread>
 
-#include "net/fault_injector.h"
 
 namespace serene::faults {
 namespace {
@@ -84,16 +81,7 @@ BenchReport ParseBenchOutput(const std::string& output) {
     }
     if (r.sw.present) {
       if (std::regex_match(line, m, kFaults)) {
-        const auto p = Pairs(m[2]);
-        InjectorCounters f;
-        f.offered = p.count("offered") ? p.at("offered") : 0;
-        f.delivered = p.count("delivered") ? p.at("delivered") : 0;
-        f.dropped = p.count("dropped") ? p.at("dropped") : 0;
-        f.duplicated = p.count("duplicated") ? p.at("duplicated") : 0;
-        f.reordered = p.count("reordered") ? p.at("reordered") : 0;
-        f.held_expired = p.count("held_expired") ? p.at("held_expired") : 0;
-        f.delayed = p.count("delayed") ? p.at("delayed") : 0;
-        (m[1] == "rx" ? r.sw.rx : r.sw.tx) = f;
+        (m[1] == "rx" ? r.sw.rx : r.sw.tx) = testing::ParseInjectorCounters(m[2]);
       } else if (std::regex_match(line, m, kRequests)) {
         r.sw.requests = Pairs(m[1]);
       } else if (std::regex_match(line, m, kReplies)) {
@@ -228,34 +216,9 @@ BenchReport BenchProcess::Finish(std::chrono::milliseconds guard) {
 
 void ExpectFaultsFired(const std::string& spec, const BenchReport& r,
                        bool expect_retransmissions) {
-  SCOPED_TRACE("--fault " + spec);
-  auto parsed = net::FaultSpec::Parse(spec);
-  ASSERT_TRUE(parsed.ok()) << parsed.status().message();
-  const net::FaultSpec& f = *parsed;
-  ASSERT_TRUE(f.enabled()) << "a fault case without a fault";
-  auto check = [&](const char* dir, bool applies, const std::optional<InjectorCounters>& c) {
-    if (!applies) return;
-    SCOPED_TRACE(dir);
-    ASSERT_TRUE(c.has_value()) << "the switch reported no " << dir << " injector:\n" << r.output;
-    EXPECT_GT(c->offered, 0u) << "nothing went through the injector";
-    if (f.drop > 0) {
-      EXPECT_GT(c->dropped, 0u) << "drop configured, nothing dropped";
-    }
-    if (f.duplicate > 0) {
-      EXPECT_GT(c->duplicated, 0u) << "dup configured, nothing duplicated";
-    }
-    if (f.reorder > 0) {
-      EXPECT_GT(c->reordered, 0u) << "reorder configured, nothing reordered";
-    }
-    if (f.delay_max > 0) {
-      EXPECT_GT(c->delayed, 0u) << "delay configured, nothing delayed";
-    }
-  };
-  check("rx", f.applies_to_rx(), r.sw.rx);
-  check("tx", f.applies_to_tx(), r.sw.tx);
-  if (expect_retransmissions && f.drop > 0) {
-    EXPECT_GT(r.retransmissions, 0u) << "loss injected, but no rank retransmitted";
-  }
+  testing::ExpectFaultsFired(spec, {r.sw.rx, r.sw.tx},
+                             expect_retransmissions ? std::optional(r.retransmissions) : std::nullopt,
+                             r.output);
 }
 
 }  // namespace serene::faults
