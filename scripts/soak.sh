@@ -43,7 +43,7 @@ run_timeout=120
 rss_margin_kib=""   # default: the larger of 4 MiB and 5 % of the warm-up sample
 
 usage() {
-  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 while [[ $# -gt 0 ]]; do
