@@ -25,8 +25,10 @@ uint32_t Incarnation(uint64_t seed, uint64_t creation, uint16_t id) {
   return static_cast<uint32_t>(x) | 1u;  // never 0: 0 reads as "not told"
 }
 
-// Bytes as MiB, rounded up (a job of 1 byte needs 1 MiB, not 0).
+// Bytes as MiB: what is needed rounded up (1 byte needs 1 MiB, not 0), what
+// there is rounded down, so that a refusal never reads "needs 38, only 38".
 std::string MiB(uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
+std::string MiBDown(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 Status NoJob(uint16_t job) {
   return Status::NotFound("job " + std::to_string(job) + " does not exist");
@@ -35,10 +37,7 @@ Status NoJob(uint16_t job) {
 }  // namespace
 
 Pipeline::Pipeline(uint64_t incarnation_seed, const MemoryBudgetSource* memory)
-    : jobs_(65536),
-      memory_(memory),
-      creating_(65536, false),
-      incarnation_seed_(incarnation_seed) {}
+    : jobs_(65536), memory_(memory), creating_(65536, false), incarnation_seed_(incarnation_seed) {}
 Pipeline::~Pipeline() = default;
 
 std::shared_ptr<JobState> Pipeline::Find(uint16_t job) const {
@@ -154,8 +153,7 @@ Status Pipeline::CreateJob(const JobConfig& config) {
         config, Incarnation(incarnation_seed_, creations_.fetch_add(1), config.id));
   } catch (const std::bad_alloc&) {
     Unreserve(config.id, bytes);
-    return Status::ResourceExhausted("job " + std::to_string(config.id) + " needs " +
-                                     MiB(bytes) +
+    return Status::ResourceExhausted("job " + std::to_string(config.id) + " needs " + MiB(bytes) +
                                      " of registers and they cannot be allocated; use fewer "
                                      "elements or workers");
   }
@@ -190,13 +188,14 @@ Status Pipeline::Reserve(const JobConfig& config, uint64_t bytes) {
     // reading (the budget sees it), one not yet installed is in
     // reserved_bytes_. So concurrent creations never share the same bytes.
     if (std::optional<MemoryBudget> budget = memory_->Read()) {
-      const uint64_t free = budget->available > reserved_bytes_ ? budget->available - reserved_bytes_ : 0;
+      const uint64_t free =
+          budget->available > reserved_bytes_ ? budget->available - reserved_bytes_ : 0;
       if (bytes > free) {
         std::string msg = job + " (workers=" + std::to_string(config.workers) +
                           ", elements=" + std::to_string(config.elements) +
                           ", row=" + std::to_string(config.row_width) + ") needs " + MiB(bytes) +
-                          " of switch memory but only " + MiB(free) + " can be given to it: " +
-                          budget->source;
+                          " of switch memory but only " + MiBDown(free) +
+                          " can be given to it: " + budget->source;
         if (reserved_bytes_ > 0) {
           msg += ", less " + MiB(reserved_bytes_) + " reserved by " +
                  std::to_string(creating_count_) + " job(s) being created";

@@ -199,9 +199,9 @@ class Pipeline {
   // admit_mu_, then table_mu_. DeleteJob takes table_mu_ only.
   const MemoryBudgetSource* const memory_;
   std::mutex admit_mu_;
-  std::vector<bool> creating_;     // by job id; guarded by admit_mu_
-  size_t creating_count_ = 0;      // guarded by admit_mu_
-  uint64_t reserved_bytes_ = 0;    // registers reserved, not yet allocated; guarded by admit_mu_
+  std::vector<bool> creating_;   // by job id; guarded by admit_mu_
+  size_t creating_count_ = 0;    // guarded by admit_mu_
+  uint64_t reserved_bytes_ = 0;  // registers reserved, not yet allocated; guarded by admit_mu_
   const uint64_t incarnation_seed_;
   std::atomic<uint64_t> creations_{0};
 

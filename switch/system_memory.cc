@@ -16,7 +16,11 @@ namespace {
 // (9223372036854771712 with 4 KiB pages); anything this large is no limit.
 constexpr uint64_t kNoLimitV1 = uint64_t{1} << 62;
 
-std::string MiB(uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
+// What there is rounded down, what is in use rounded up.
+std::string MiB(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+std::string MiBUp(uint64_t bytes) {
+  return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB";
+}
 
 std::optional<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path);
@@ -41,7 +45,8 @@ std::optional<uint64_t> ReadU64(const std::string& path) {
 
 // "KEY VALUE [UNIT]" lines (memory.stat, meminfo): VALUE of the first of
 // `keys` present.
-std::optional<uint64_t> StatValue(const std::string& path, std::initializer_list<const char*> keys) {
+std::optional<uint64_t> StatValue(const std::string& path,
+                                  std::initializer_list<const char*> keys) {
   auto text = ReadFile(path);
   if (!text) return std::nullopt;
   for (const char* key : keys) {
@@ -171,8 +176,8 @@ std::optional<CgroupRoom> Walk(const Mount& mount, std::string rel, int version)
     if (limit && *limit < kNoLimitV1 && usage) {
       // v2's memory.stat counts the cgroup's subtree; v1's total_ keys do.
       const uint64_t inactive =
-          StatValue(dir + "/memory.stat", {version == 2 ? "inactive_file" : "total_inactive_file",
-                                           "inactive_file"})
+          StatValue(dir + "/memory.stat",
+                    {version == 2 ? "inactive_file" : "total_inactive_file", "inactive_file"})
               .value_or(0);
       CgroupRoom room;
       room.version = version;
@@ -240,7 +245,7 @@ std::optional<dataplane::MemoryBudget> SystemMemory::Read() const {
     b.available = cg->room();
     b.source = "cgroup " + cg->cgroup + " (v" + std::to_string(cg->version) + ") allows " +
                MiB(cg->limit) + (v2 ? " (memory.max)" : " (memory.limit_in_bytes)") + " and " +
-               MiB(cg->in_use) + " of it are in use (" +
+               MiBUp(cg->in_use) + " of it are in use (" +
                (v2 ? "memory.current" : "memory.usage_in_bytes") + " less inactive_file)";
     b.remedy = std::string("raise ") + (v2 ? "memory.max" : "memory.limit_in_bytes") +
                " of cgroup " + cg->cgroup;

@@ -44,11 +44,11 @@ struct CgroupLocation {
 
 // The room a memory cgroup leaves, at its tightest level.
 struct CgroupRoom {
-  int version = 2;          // 1 or 2
-  std::string cgroup;       // the limiting cgroup, as /proc/self/cgroup names it ("/a/b")
-  std::string directory;    // its directory under the cgroup mount
-  uint64_t limit = 0;       // bytes: memory.max / memory.limit_in_bytes
-  uint64_t in_use = 0;      // bytes: current / usage, less inactive_file
+  int version = 2;        // 1 or 2
+  std::string cgroup;     // the limiting cgroup, as /proc/self/cgroup names it ("/a/b")
+  std::string directory;  // its directory under the cgroup mount
+  uint64_t limit = 0;     // bytes: memory.max / memory.limit_in_bytes
+  uint64_t in_use = 0;    // bytes: current / usage, less inactive_file
   uint64_t room() const { return limit > in_use ? limit - in_use : 0; }
 };
 

@@ -11,7 +11,6 @@
 #include <sstream>
 #include <thread>
 
-
 namespace serene::faults {
 namespace {
 
@@ -214,11 +213,10 @@ BenchReport BenchProcess::Finish(std::chrono::milliseconds guard) {
   return r;
 }
 
-void ExpectFaultsFired(const std::string& spec, const BenchReport& r,
-                       bool expect_retransmissions) {
-  testing::ExpectFaultsFired(spec, {r.sw.rx, r.sw.tx},
-                             expect_retransmissions ? std::optional(r.retransmissions) : std::nullopt,
-                             r.output);
+void ExpectFaultsFired(const std::string& spec, const BenchReport& r, bool expect_retransmissions) {
+  testing::ExpectFaultsFired(
+      spec, {r.sw.rx, r.sw.tx},
+      expect_retransmissions ? std::optional(r.retransmissions) : std::nullopt, r.output);
 }
 
 }  // namespace serene::faults

@@ -306,9 +306,9 @@ TEST(FaultJitterTest, RepliesReorderedByJitterAreNotTakenForLost) {
 // once, says which rank died and which were stopped, and exits 1.
 TEST(FaultMatrixFailureTest, ACrashedWorkerEndsTheRunAtOnce) {
   const std::string fault = "drop=0.02,dup=0.02,reorder=0.02,seed=5,dir=both";
-  BenchProcess bench(SERENE_BENCH_BIN,
-                     {"--workers", std::to_string(kWorkers), "--elements", std::to_string(kElements),
-                      "--row", std::to_string(kRow), "--clocks", "1000000", "--fault", fault});
+  BenchProcess bench(SERENE_BENCH_BIN, {"--workers", std::to_string(kWorkers), "--elements",
+                                        std::to_string(kElements), "--row", std::to_string(kRow),
+                                        "--clocks", "1000000", "--fault", fault});
   ASSERT_TRUE(bench.started());
   ASSERT_TRUE(bench.WaitForOutput("every pull is checked", std::chrono::seconds(20)));
   // The workers are serene-bench's forked children (the switch is the one

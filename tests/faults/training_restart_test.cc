@@ -37,6 +37,7 @@ constexpr const char* kJob = "id=1,workers=2,elements=79510,row=362,key=0x7E57,p
 
 std::unique_ptr<ChildProcess> StartRank(const std::string& address, int rank,
                                         const fs::path& metrics) {
+  const fs::path model = metrics.parent_path() / ("model" + std::to_string(rank) + ".bin");
   return std::make_unique<ChildProcess>(SERENE_TRAIN_BIN,
                                         std::vector<std::string>{"--backend",
                                                                  "serene",
@@ -69,10 +70,7 @@ std::unique_ptr<ChildProcess> StartRank(const std::string& address, int rank,
                                                                  "--metrics",
                                                                  metrics.string(),
                                                                  "--save-model",
-                                                                 (metrics.parent_path() /
-                                                                  ("model" + std::to_string(rank) +
-                                                                   ".bin"))
-                                                                     .string(),
+                                                                 model.string(),
                                                                  "--log-level",
                                                                  "warn"});
 }

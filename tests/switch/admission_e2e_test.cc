@@ -129,10 +129,10 @@ TEST(AdmissionE2E, ConcurrentCreatesInARealCgroupNeverExceedItsBudget) {
     GTEST_SKIP() << "real-cgroup admission test skipped: " << cg.why_not();
   }
   // The switch joins the cgroup before it execs, so all of it is charged there.
-  loadgen::ChildProcess sw("/bin/sh",
-                           {"-c", "echo $$ > \"$0\" && exec \"$@\"",
-                            (cg.dir() / "cgroup.procs").string(), SERENE_SWITCH_BINARY, "--bind",
-                            "127.0.0.1", "--port", "0", "--control", "127.0.0.1:0"});
+  loadgen::ChildProcess sw(
+      "/bin/sh",
+      {"-c", "echo $$ > \"$0\" && exec \"$@\"", (cg.dir() / "cgroup.procs").string(),
+       SERENE_SWITCH_BINARY, "--bind", "127.0.0.1", "--port", "0", "--control", "127.0.0.1:0"});
   ASSERT_TRUE(sw.started());
   auto line = sw.WaitForOutput("runtime API at ", std::chrono::seconds(20));
   ASSERT_TRUE(line.has_value()) << sw.output();
@@ -191,8 +191,7 @@ TEST(AdmissionE2E, ConcurrentCreatesInARealCgroupNeverExceedItsBudget) {
           << s.message();
     }
     std::printf("[admission] round %d: %zu of %d jobs of %llu MiB admitted, budget %llu MiB (%s)\n",
-                round, admitted.size(), kThreads,
-                static_cast<unsigned long long>(job_bytes / kMiB),
+                round, admitted.size(), kThreads, static_cast<unsigned long long>(job_bytes / kMiB),
                 static_cast<unsigned long long>(budget / kMiB), before->source.c_str());
     EXPECT_GE(admitted.size(), 1u);
     EXPECT_LE(admitted.size() * job_bytes, budget)

@@ -49,15 +49,19 @@ class Machine {
   }
   fs::path root() const { return dir_.path(); }
   void MemAvailable(uint64_t bytes) {
-    Write(root() / "meminfo", "MemTotal:       24576000 kB\nMemFree:         1000000 kB\n"
-                              "MemAvailable:   " + std::to_string(bytes / 1024) + " kB\n"
-                              "Buffers:           1234 kB\n");
+    Write(root() / "meminfo",
+          "MemTotal:       24576000 kB\nMemFree:         1000000 kB\n"
+          "MemAvailable:   " +
+              std::to_string(bytes / 1024) +
+              " kB\n"
+              "Buffers:           1234 kB\n");
   }
   // A pure cgroup v2 host: /sys/fs/cgroup is cgroup2; the process is in `path`.
   void V2(const std::string& path) {
     Write(root() / "mountinfo",
           "22 1 0:21 / /proc rw,nosuid - proc proc rw\n"
-          "31 23 0:28 / " + (root() / "cg2").string() +
+          "31 23 0:28 / " +
+              (root() / "cg2").string() +
               " rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate\n");
     Write(root() / "cgroup", "0::" + path + "\n");
   }
@@ -66,10 +70,14 @@ class Machine {
   void V1(const std::string& path) {
     Write(root() / "mountinfo",
           "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
-          "32 31 0:29 / " + (root() / "cpu").string() + " rw,relatime - cgroup cgroup rw,cpu\n"
-          "35 31 0:32 / " + (root() / "memory").string() +
+          "32 31 0:29 / " +
+              (root() / "cpu").string() +
+              " rw,relatime - cgroup cgroup rw,cpu\n"
+              "35 31 0:32 / " +
+              (root() / "memory").string() +
               " rw,relatime - cgroup cgroup rw,memory\n"
-          "41 31 0:38 / " + (root() / "unified").string() + " rw,relatime - cgroup2 cgroup2 rw\n");
+              "41 31 0:38 / " +
+              (root() / "unified").string() + " rw,relatime - cgroup2 cgroup2 rw\n");
     Write(root() / "cgroup", "9:name=systemd:/\n8:pids:/\n4:memory:" + path + "\n1:cpu:/\n0::/\n");
   }
   // cgroup v2 files of `path` (relative to the v2 mount).

@@ -14,8 +14,8 @@ namespace serene::testing {
 
 // One direction's fault injector counters.
 struct InjectorCounters {
-  uint64_t offered = 0, delivered = 0, dropped = 0, duplicated = 0, reordered = 0,
-           held_expired = 0, delayed = 0;
+  uint64_t offered = 0, delivered = 0, dropped = 0, duplicated = 0, reordered = 0, held_expired = 0,
+           delayed = 0;
 };
 
 // The switch's injectors, from its exit counters (nullopt: no such line).
