@@ -17,7 +17,6 @@
 #include "apps/cli_parse.h"
 #include "bmv2/bmv2_daemon.h"
 #include "common/secret_file.h"
-#include "control/job_admission.h"
 #include "control/runtime_client.h"
 #include "control/runtime_server.h"
 #include "dataplane/pipeline.h"
@@ -29,6 +28,7 @@
 #include "switch/switch_config.h"
 #include "switch/switch_flags.h"
 #include "switch/switch_server.h"
+#include "switch/system_memory.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -93,10 +93,13 @@ int main(int argc, char** argv) {
   // Each job's incarnation (JOIN_ACK) must differ from a previous switch's,
   // so ranks can tell a restarted switch from a delayed reply.
   std::random_device entropy;
-  serene::dataplane::Pipeline pipeline((uint64_t{entropy()} << 32) | entropy());
+  // Jobs (static and through the runtime API) are admitted against the
+  // host's available memory and the switch's cgroup limit (docs/control.md).
+  serene::switchd::SystemMemory memory;
+  if (auto budget = memory.Read()) spdlog::info("memory for jobs: {}", budget->source);
+  serene::dataplane::Pipeline pipeline((uint64_t{entropy()} << 32) | entropy(), &memory);
   for (const auto& job : config->jobs) {
-    serene::Status s = serene::control::AdmitJob(job);
-    if (s.ok()) s = pipeline.CreateJob(job);
+    serene::Status s = pipeline.CreateJob(job);
     if (!s.ok()) {
       spdlog::critical("cannot create job {}: {}", job.id, s.message());
       return 1;

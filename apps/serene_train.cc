@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   std::string backend = "gloo", model = "mlp", straggler = "none", straggler_ranks = "all";
   std::string eval_ranks = "0", data_dir = st::DefaultDataDir(), log_level = "info";
   st::MetricsPaths paths;
+  std::string model_path;  // --save-model
   st::GlooOptions gloo;
   double gloo_timeout_s = 600;
   std::string gloo_algorithm = "default";
@@ -125,6 +126,8 @@ int main(int argc, char** argv) {
   app.add_option("--metrics", paths.json, "Write JSON metrics here ({rank} is replaced)");
   app.add_option("--timeline-csv", paths.timeline_csv, "Write the accuracy timeline as CSV");
   app.add_option("--iterations-csv", paths.iterations_csv, "Write per-iteration timings as CSV");
+  app.add_option("--save-model", model_path,
+                 "Write the final model here as raw float32 ({rank} is replaced)");
   app.add_option("--log-every", o.log_every, "Steps between progress lines (0 = eval-every)")
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")
@@ -184,9 +187,11 @@ int main(int argc, char** argv) {
     test = std::move(*loaded);
   }
   std::unique_ptr<st::Backend> sync;
+  const st::SereneBackend* serene = nullptr;  // for its client's counters
   if (backend == "serene") {
     auto connected = st::SereneBackend::Connect(client, st::ParameterCount(o.model));
     if (!connected.ok()) return Fail(connected.status());
+    serene = connected->get();
     sync = std::move(*connected);
   } else {
     auto connected = st::GlooBackend::Connect(gloo);
@@ -199,7 +204,15 @@ int main(int argc, char** argv) {
   if (!trainer.ok()) return Fail(trainer.status());
   auto result = (*trainer)->Run();
   if (!result.ok()) return Fail(result.status());
+  if (serene != nullptr) {
+    const serene::ClientStats& c = serene->stats();
+    result->retransmissions = c.read_retransmits + c.clock_retransmits + c.rows_resent;
+  }
 
   if (auto s = st::WriteMetrics(*result, paths); !s.ok()) return Fail(s);
+  if (!model_path.empty()) {
+    const std::string path = st::ExpandRankPattern(model_path, gloo.rank);
+    if (auto s = st::WriteModelFile((*trainer)->model(), path); !s.ok()) return Fail(s);
+  }
   return 0;
 }

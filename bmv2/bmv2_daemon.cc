@@ -15,7 +15,6 @@
 
 #include "bmv2/bmv2_target.h"
 #include "bmv2/simple_switch_process.h"
-#include "control/job_admission.h"
 #include "control/runtime_server.h"
 #include "net/address.h"
 
@@ -143,8 +142,7 @@ int RunBmv2Daemon(const Bmv2Flags& flags, const switchd::SwitchConfig& config,
   }
   Bmv2Target target(std::move(*cli), std::move(*kicks), ProgramLimits{}, (*sw)->started());
   for (const auto& job : config.jobs) {
-    Status s = control::AdmitJob(job);
-    if (s.ok()) s = target.CreateJob(job);
+    Status s = target.CreateJob(job);
     if (!s.ok()) {
       spdlog::critical("cannot create job {}: {}", job.id, s.message());
       return 1;

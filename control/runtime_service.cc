@@ -5,7 +5,6 @@
 
 #include "common/secure_random.h"
 #include "control/grpc_status.h"
-#include "control/job_admission.h"
 #include "control/telemetry_convert.h"
 
 namespace serene::control {
@@ -125,12 +124,12 @@ grpc::Status RuntimeService::CreateJob(grpc::ServerContext* ctx, const v1::Creat
   if (!req->has_job()) return Fail(Status::InvalidArgument("job: missing"));
   auto config = JobFromProto(req->job());
   if (!config.ok()) return Fail(config.status());
-  Status s = AdmitJob(*config);
-  if (!s.ok()) return Fail(s);
   Result<uint32_t> key = DrawJobKey();
   if (!key.ok()) return Fail(key.status());
   config->key = *key;
-  s = target_->CreateJob(*config);
+  // The target admits the job (duplicate id, job limit, memory) before it
+  // allocates anything.
+  Status s = target_->CreateJob(*config);
   if (!s.ok()) {
     if (s.code() == Status::Code::kFailedPrecondition) {
       s = Status::ResourceExhausted(s.message());  // too many jobs

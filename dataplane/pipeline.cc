@@ -25,14 +25,19 @@ uint32_t Incarnation(uint64_t seed, uint64_t creation, uint16_t id) {
   return static_cast<uint32_t>(x) | 1u;  // never 0: 0 reads as "not told"
 }
 
+// Bytes as MiB: what is needed rounded up (1 byte needs 1 MiB, not 0), what
+// there is rounded down, so that a refusal never reads "needs 38, only 38".
+std::string MiB(uint64_t bytes) { return std::to_string((bytes + (1u << 20) - 1) >> 20) + " MiB"; }
+std::string MiBDown(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
 Status NoJob(uint16_t job) {
   return Status::NotFound("job " + std::to_string(job) + " does not exist");
 }
 
 }  // namespace
 
-Pipeline::Pipeline(uint64_t incarnation_seed)
-    : jobs_(65536), incarnation_seed_(incarnation_seed) {}
+Pipeline::Pipeline(uint64_t incarnation_seed, const MemoryBudgetSource* memory)
+    : jobs_(65536), memory_(memory), creating_(65536, false), incarnation_seed_(incarnation_seed) {}
 Pipeline::~Pipeline() = default;
 
 std::shared_ptr<JobState> Pipeline::Find(uint16_t job) const {
@@ -138,28 +143,80 @@ ProcessResult Pipeline::ProcessLocked(JobState& job, SharedTally* shared,
 Status Pipeline::CreateJob(const JobConfig& config) {
   Status s = config.Validate();
   if (!s.ok()) return s;
-  // Allocate outside the table lock: a large model takes a while to zero.
+  const uint64_t bytes = JobStateBytes(config);
+  s = Reserve(config, bytes);
+  if (!s.ok()) return s;
+  // Allocate and zero outside every lock: a large model takes a while.
   std::shared_ptr<JobState> state;
   try {
     state = std::make_shared<JobState>(
         config, Incarnation(incarnation_seed_, creations_.fetch_add(1), config.id));
   } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(
-        "job " + std::to_string(config.id) + " needs " +
-        std::to_string(JobStateBytes(config) >> 20) +
-        " MiB of registers and they cannot be allocated; use fewer elements or workers");
+    Unreserve(config.id, bytes);
+    return Status::ResourceExhausted("job " + std::to_string(config.id) + " needs " + MiB(bytes) +
+                                     " of registers and they cannot be allocated; use fewer "
+                                     "elements or workers");
   }
+  std::lock_guard admit(admit_mu_);
   std::unique_lock lock(table_mu_);
-  if (jobs_[config.id] != nullptr) {
-    return Status::AlreadyExists("job " + std::to_string(config.id) + " already exists");
-  }
-  if (job_count_ >= kMaxJobs) {
-    return Status::FailedPrecondition("too many jobs: the switch holds at most " +
-                                      std::to_string(kMaxJobs));
-  }
   jobs_[config.id] = std::move(state);
   ++job_count_;
+  creating_[config.id] = false;
+  --creating_count_;
+  reserved_bytes_ -= bytes;
   return Status::Ok();
+}
+
+Status Pipeline::Reserve(const JobConfig& config, uint64_t bytes) {
+  const std::string job = "job " + std::to_string(config.id);
+  std::lock_guard admit(admit_mu_);
+  {
+    std::shared_lock lock(table_mu_);
+    if (jobs_[config.id] != nullptr) return Status::AlreadyExists(job + " already exists");
+    if (creating_[config.id]) {
+      return Status::AlreadyExists(job + " is being created by another call");
+    }
+    if (job_count_ + creating_count_ >= kMaxJobs) {
+      return Status::FailedPrecondition(
+          "too many jobs: the switch holds at most " + std::to_string(kMaxJobs) + " (" +
+          std::to_string(job_count_) + " created, " + std::to_string(creating_count_) +
+          " being created); delete a job first");
+    }
+  }
+  if (memory_ != nullptr) {
+    // Read under admit_mu_: a job installed since was allocated before this
+    // reading (the budget sees it), one not yet installed is in
+    // reserved_bytes_. So concurrent creations never share the same bytes.
+    if (std::optional<MemoryBudget> budget = memory_->Read()) {
+      const uint64_t free =
+          budget->available > reserved_bytes_ ? budget->available - reserved_bytes_ : 0;
+      if (bytes > free) {
+        std::string msg = job + " (workers=" + std::to_string(config.workers) +
+                          ", elements=" + std::to_string(config.elements) +
+                          ", row=" + std::to_string(config.row_width) + ") needs " + MiB(bytes) +
+                          " of switch memory but only " + MiBDown(free) +
+                          " can be given to it: " + budget->source;
+        if (reserved_bytes_ > 0) {
+          msg += ", less " + MiB(reserved_bytes_) + " reserved by " +
+                 std::to_string(creating_count_) + " job(s) being created";
+        }
+        msg += "; use fewer elements or workers, or a larger row width";
+        if (!budget->remedy.empty()) msg += ", or " + budget->remedy;
+        return Status::ResourceExhausted(msg);
+      }
+    }
+  }
+  creating_[config.id] = true;
+  ++creating_count_;
+  reserved_bytes_ += bytes;
+  return Status::Ok();
+}
+
+void Pipeline::Unreserve(uint16_t job, uint64_t bytes) {
+  std::lock_guard admit(admit_mu_);
+  creating_[job] = false;
+  --creating_count_;
+  reserved_bytes_ -= bytes;
 }
 
 Status Pipeline::DeleteJob(uint16_t job) {

@@ -25,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <shared_mutex>
 #include <span>
@@ -35,6 +36,7 @@
 #include "dataplane/consts.h"
 #include "dataplane/counters.h"
 #include "dataplane/job_config.h"
+#include "dataplane/memory_budget.h"
 #include "dataplane/output.h"
 #include "dataplane/shared_tally.h"
 #include "dataplane/telemetry.h"
@@ -57,8 +59,9 @@ class Pipeline {
  public:
   // `incarnation_seed` makes each job's incarnation number (JOIN_ACK) differ
   // from the previous switch's: the daemon passes a random seed, tests a
-  // fixed one.
-  explicit Pipeline(uint64_t incarnation_seed = 0);
+  // fixed one. `memory` (optional) bounds CreateJob by the memory the switch
+  // may still allocate (memory_budget.h); REQUIRES: it outlives the pipeline.
+  explicit Pipeline(uint64_t incarnation_seed = 0, const MemoryBudgetSource* memory = nullptr);
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -112,11 +115,20 @@ class Pipeline {
 
   // --- Control operations (the runtime API's back end) ---
 
-  // Creates a job; fails if the id exists, the config is invalid, kMaxJobs
-  // are in use (FailedPrecondition) or its registers cannot be allocated
-  // (ResourceExhausted, naming the size: see JobStateBytes).
+  // Creates a job. Admission is atomic and comes before any allocation:
+  // under one lock it refuses an invalid config (InvalidArgument), an id
+  // that exists or that another CreateJob is creating (AlreadyExists),
+  // kMaxJobs jobs created or being created (FailedPrecondition), and
+  // registers (JobStateBytes) larger than the memory budget less what the
+  // jobs being created have reserved (ResourceExhausted, with the numbers);
+  // then it records the reservation. Only then are the registers allocated
+  // and zeroed, outside every lock; the job is installed and its reservation
+  // dropped (the memory is now the process's own, which the budget sees).
+  // A failed allocation releases the reservation (ResourceExhausted).
   Status CreateJob(const JobConfig& config);
   // Deletes a job and its state; packets for it are then dropped as unknown.
+  // Its id and its slot among kMaxJobs are free at once; its memory once the
+  // packets in flight let go of it.
   Status DeleteJob(uint16_t job);
 
   // Installs `params` in the idle policy bank, effective for CLOCK(c) with
@@ -171,6 +183,10 @@ class Pipeline {
   ProcessResult ProcessLocked(JobState& job, SharedTally* shared, const proto::PacketView& pkt,
                               const proto::Endpoint& src, const proto::Endpoint& local,
                               Timestamp now, Output* out);
+  // CreateJob's admission: checks and records a reservation of `bytes` for
+  // the job (see CreateJob), or releases it after a failed allocation.
+  Status Reserve(const JobConfig& config, uint64_t bytes);
+  void Unreserve(uint16_t job, uint64_t bytes);
 
   // Job id -> state: an exact-match table (65536 entries, like a P4 table
   // keyed on the 16-bit job id). Guarded by table_mu_ for writers; readers on
@@ -178,6 +194,14 @@ class Pipeline {
   mutable std::shared_mutex table_mu_;
   std::vector<std::shared_ptr<JobState>> jobs_;
   size_t job_count_ = 0;
+
+  // Admission (CreateJob): jobs reserved but not yet installed. Lock order:
+  // admit_mu_, then table_mu_. DeleteJob takes table_mu_ only.
+  const MemoryBudgetSource* const memory_;
+  std::mutex admit_mu_;
+  std::vector<bool> creating_;   // by job id; guarded by admit_mu_
+  size_t creating_count_ = 0;    // guarded by admit_mu_
+  uint64_t reserved_bytes_ = 0;  // registers reserved, not yet allocated; guarded by admit_mu_
   const uint64_t incarnation_seed_;
   std::atomic<uint64_t> creations_{0};
 

@@ -133,6 +133,7 @@ Result<train::RunMetrics> ParseMetricsJson(std::string_view text, const std::str
   f.Real("eval_s", &m.eval_s);
   f.Real("final_accuracy", &m.final_accuracy);
   f.Real("final_test_loss", &m.final_test_loss);
+  f.Int("retransmissions", &m.retransmissions);
   if (!f.status().ok()) return f.status();
   auto reason = ParseStopReason(stop);
   if (!reason.ok()) return Status::InvalidArgument(source + ": " + reason.status().message());

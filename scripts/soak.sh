@@ -16,6 +16,12 @@
 #   - the fault injectors' books once nothing is pending (after every round,
 #     from the metrics endpoint, and at the end from the exit counters):
 #     offered + duplicated = delivered + dropped, per direction;
+#   - the faults fired: in every round, each fault the spec configures (drop,
+#     dup, reorder, delay with a non-zero value) dropped, duplicated,
+#     reordered or delayed datagrams in each direction it names (the
+#     switch's counters grew since the round before), and where it loses
+#     datagrams every run's ranks retransmitted; the same for the whole run
+#     from the exit counters. A --fault the switch ignored fails the soak;
 #   - memory flat: the last RSS sample is within --rss-margin of the first
 #     sample after warm-up (the first round).
 # Exit 0 if all hold, 1 on any violation, 2 on bad usage or missing binaries.
@@ -37,7 +43,7 @@ run_timeout=120
 rss_margin_kib=""   # default: the larger of 4 MiB and 5 % of the warm-up sample
 
 usage() {
-  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 while [[ $# -gt 0 ]]; do
@@ -68,6 +74,27 @@ out="${out:-$(mktemp -d "${TMPDIR:-/tmp}/serene-soak.XXXXXX")}"
 mkdir -p "$out"
 
 rows=$(( (elements + row - 1) / row ))
+
+# What the fault spec configures: the directions it names and the faults with
+# a non-zero value, as the injector's counter names (net/fault_injector.h).
+spec_value() { sed -nE "s/(^|.*,)$1=([^,]*).*/\2/p" <<<"$fault"; }
+nonzero() { [[ "$1" =~ [1-9] ]]; }
+fault_dirs=()
+fault_kinds=()
+if [[ -n "$fault" && "$fault" != none && "$fault" != off ]]; then
+  case "$(spec_value dir)" in
+    tx) fault_dirs=(tx) ;;
+    both) fault_dirs=(rx tx) ;;
+    *) fault_dirs=(rx) ;;
+  esac
+  nonzero "$(spec_value drop)" && fault_kinds+=(dropped)
+  nonzero "$(spec_value dup)$(spec_value duplicate)" && fault_kinds+=(duplicated)
+  nonzero "$(spec_value reorder)" && fault_kinds+=(reordered)
+  delay=$(spec_value delay)
+  nonzero "${delay##*..}" && fault_kinds+=(delayed)
+fi
+lossy=0
+[[ " ${fault_kinds[*]} " == *" dropped "* ]] && lossy=1
 violations=0
 violation() {
   echo "VIOLATION: $*" | tee -a "$out/violations.txt" >&2
@@ -159,6 +186,32 @@ check_job() {
     }' "$scrape"
 }
 
+# "DIR KIND VALUE" for each fault counter (dropped, duplicated, reordered,
+# delayed) in a metrics scrape.
+fault_counters() {
+  awk '/^serene_fault_(dropped|duplicated|reordered|delayed)_total/ {
+    name = $1; sub(/\{.*/, "", name); sub(/^serene_fault_/, "", name); sub(/_total$/, "", name)
+    d = $1; sub(/.*direction="/, "", d); sub(/".*/, "", d)
+    print d, name, $2
+  }' "$1"
+}
+declare -A fired_before=()
+# Each configured fault in each configured direction grew since the last call.
+check_fired() {
+  local scrape="$1" when="$2" d k v
+  declare -A now=()
+  while read -r d k v; do now[$d,$k]=$v; done < <(fault_counters "$scrape")
+  for d in "${fault_dirs[@]}"; do
+    for k in "${fault_kinds[@]}"; do
+      v=${now[$d,$k]:-0}
+      if [[ $v -le ${fired_before[$d,$k]:-0} ]]; then
+        violation "$when: faults $d: nothing $k (counter ${fired_before[$d,$k]:-0} -> $v) although --fault $fault configures it"
+      fi
+      fired_before[$d,$k]=$v
+    done
+  done
+}
+
 # The injectors' books in a metrics scrape (nothing pending).
 check_faults() {
   local scrape="$1" when="$2"
@@ -211,7 +264,11 @@ while [[ $(date +%s) -lt $end ]]; do
     else
       runs_ok=$((runs_ok + 1))
       clocks_total=$((clocks_total + clocks))
-      retrans_total=$((retrans_total + $(sed -nE 's/.* ([0-9]+) retransmissions, ([0-9]+) NACKs$/\1/p' <<<"$summary")))
+      retrans=$(sed -nE 's/.* ([0-9]+) retransmissions, ([0-9]+) NACKs$/\1/p' <<<"$summary")
+      retrans_total=$((retrans_total + retrans))
+      if [[ $lossy -eq 1 && $retrans -eq 0 ]]; then
+        violation "round $round job $j (${policy[$j]}): loss injected ($fault) but no rank retransmitted; see $log"
+      fi
       nacks_total=$((nacks_total + $(sed -nE 's/.* ([0-9]+) retransmissions, ([0-9]+) NACKs$/\2/p' <<<"$summary")))
     fi
   done
@@ -221,6 +278,7 @@ while [[ $(date +%s) -lt $end ]]; do
   scrape="$out/metrics-last.txt"
   curl -sf "$metrics" >"$scrape" || violation "round $round: cannot scrape $metrics"
   check_faults "$scrape" "round $round" >"$out/check.txt" || violation "$(cat "$out/check.txt")"
+  check_fired "$scrape" "round $round"
   for j in 1 2; do
     if totals=$(check_job "$scrape" "$j" "${policy[$j]}" "$round"); then
       applied_total=$((applied_total + ${totals% *}))
@@ -254,6 +312,15 @@ while read -r dir offered delivered dropped duplicated; do
     violation "exit counters: faults $dir: offered $offered + duplicated $duplicated != delivered $delivered + dropped $dropped"
   fi
 done < <(sed -nE 's/^faults (rx|tx): offered=([0-9]+) delivered=([0-9]+) dropped=([0-9]+) duplicated=([0-9]+) .*/\1 \2 \3 \4 \5/p' "$out/switch.counters")
+# ... and the faults fired over the whole run, in every configured direction.
+for d in "${fault_dirs[@]}"; do
+  line=$(grep "^faults $d: " "$out/switch.counters" || true)
+  [[ -n "$line" ]] || { violation "exit counters: no 'faults $d' line although --fault $fault names $d"; continue; }
+  for k in "${fault_kinds[@]}"; do
+    v=$(sed -nE "s/.* $k=([0-9]+).*/\1/p" <<<"$line")
+    [[ "${v:-0}" -gt 0 ]] || violation "exit counters: faults $d: $k=${v:-0} although --fault $fault configures it"
+  done
+done
 
 # --- memory ---------------------------------------------------------------------
 # Samples after warm-up: from the end of the first round on.
@@ -283,6 +350,7 @@ duration: $(printf '%.0f' "$final_at") s ($round rounds), fault $fault
 runs: $runs_ok/$runs serene-bench runs OK (2 jobs x $workers ranks, $elements elements = $rows rows, $clocks clocks each)
 clocks: $clocks_total; INC rows applied $applied_total, duplicates ignored $dups_total
 client: $retrans_total retransmissions, $nacks_total NACKs
+faults checked as fired in every round: ${fault_kinds[*]:-none} (${fault_dirs[*]:-no direction})
 RSS: $samples samples every ${sample} s; after warm-up (${warm_at:-?} s) first $first_rss KiB, last $last_rss KiB, max $max_rss KiB, slope $slope KiB/min (margin $margin KiB)
 exit counters:
 $exit_faults

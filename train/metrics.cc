@@ -79,6 +79,7 @@ std::string MetricsToJson(const RunMetrics& m) {
   j["eval_s"] = m.eval_s;
   j["final_accuracy"] = Num(m.final_accuracy);
   j["final_test_loss"] = Num(m.final_test_loss);
+  j["retransmissions"] = m.retransmissions;
   nlohmann::json timeline = nlohmann::json::array();
   for (const TimelinePoint& p : m.timeline) {
     timeline.push_back({{"step", p.step},
@@ -89,6 +90,19 @@ std::string MetricsToJson(const RunMetrics& m) {
   }
   j["timeline"] = std::move(timeline);
   return j.dump(2) + "\n";
+}
+
+Status WriteModelFile(std::span<const float> model, const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path(), ec);
+  std::ofstream out(path, std::ios::trunc | std::ios::binary);
+  if (!out) return Status::IoError("cannot open model file " + path + " for writing");
+  out.write(reinterpret_cast<const char*>(model.data()),
+            static_cast<std::streamsize>(model.size_bytes()));
+  out.close();
+  if (!out) return Status::IoError("cannot write model file " + path);
+  return Status::Ok();
 }
 
 Status WriteMetricsJson(const RunMetrics& m, const std::string& path) {

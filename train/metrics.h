@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +82,9 @@ struct RunMetrics {
   double eval_s = 0;
   double final_accuracy = kNaN;
   double final_test_loss = kNaN;
+  // Serene backend: packets the client re-sent (READs and CLOCKs on a
+  // timeout, INC rows a NACK asked for again; ClientStats). 0 for Gloo.
+  uint64_t retransmissions = 0;
   std::vector<TimelinePoint> timeline;
   std::vector<IterationRecord> iteration_log;
 };
@@ -94,6 +98,11 @@ Status WriteMetricsJson(const RunMetrics& m, const std::string& path);
 Status WriteTimelineCsv(const RunMetrics& m, const std::string& path);
 // Columns: step,start_s,pull_s,compute_s,sleep_s,push_s,loss.
 Status WriteIterationsCsv(const RunMetrics& m, const std::string& path);
+
+// Writes `model` (a rank's parameters in ModelLayout order) as raw float32
+// in the host's byte order (little-endian on x86-64): two runs trained the
+// same model iff their files are equal byte for byte. Errors: IoError.
+Status WriteModelFile(std::span<const float> model, const std::string& path);
 
 // Replaces every "{rank}" in `pattern` with `rank`.
 std::string ExpandRankPattern(std::string pattern, int rank);

@@ -7,7 +7,8 @@
 //   - no rank is released beyond the rule in force (c - low <= the bound);
 //   - no waiter is stranded: every rank completes every clock;
 //   - every INC applied once: the final model is the exact sum, and every
-//     pull between two SYNC-judged releases is exactly the model of its clock.
+//     pull between two SYNC-judged releases is exactly the model of its clock;
+//   - with faults, that they fired (testing/fault_check.h).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include "control/runtime_client.h"
 #include "loadgen/aggregate_worker.h"
 #include "serene/client.h"
+#include "testing/fault_check.h"
 #include "testing/switch_process.h"
 
 namespace serene::control {
@@ -56,6 +58,7 @@ struct RankLog {
   std::map<uint32_t, Release> releases;  // by clock
   std::map<uint32_t, bool> pull_exact;   // by clock: matched the exact model of that clock
   bool final_exact = false;
+  uint64_t retransmissions = 0;  // READs, CLOCKs and INC rows the client sent again
 };
 
 // Clocks the last phase (SYNC again) lasts at least, so that its exact pulls
@@ -143,6 +146,8 @@ void RunRank(const std::string& address, uint32_t rank,
   log->final_exact = true;
   for (size_t i = 0; i < kElements; ++i) log->final_exact &= model[i] == expect[i];
   (void)c.Leave(false);
+  const ClientStats& st = c.stats();
+  log->retransmissions = st.read_retransmits + st.clock_retransmits + st.rows_resent;
 }
 
 class HotSwapUnderLoad : public ::testing::TestWithParam<std::string> {};
@@ -245,6 +250,15 @@ TEST_P(HotSwapUnderLoad, PhasesChangeConsistentlyWhileRanksRun) {
     }
   }
   EXPECT_GT(checked_pulls, 40u * kRanks) << "SYNC phases were checked";
+
+  // The faults fired, and where packets were lost the ranks sent them again.
+  if (!GetParam().empty()) {
+    EXPECT_EQ(sw.Stop(), 0) << sw.output();
+    uint64_t retransmissions = 0;
+    for (const RankLog& log : logs) retransmissions += log.retransmissions;
+    testing::ExpectFaultsFired(GetParam(), testing::ParseInjectorReport(sw.output()),
+                               retransmissions, sw.output());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Faults, HotSwapUnderLoad,

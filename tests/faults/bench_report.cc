@@ -80,16 +80,7 @@ BenchReport ParseBenchOutput(const std::string& output) {
     }
     if (r.sw.present) {
       if (std::regex_match(line, m, kFaults)) {
-        const auto p = Pairs(m[2]);
-        InjectorCounters f;
-        f.offered = p.count("offered") ? p.at("offered") : 0;
-        f.delivered = p.count("delivered") ? p.at("delivered") : 0;
-        f.dropped = p.count("dropped") ? p.at("dropped") : 0;
-        f.duplicated = p.count("duplicated") ? p.at("duplicated") : 0;
-        f.reordered = p.count("reordered") ? p.at("reordered") : 0;
-        f.held_expired = p.count("held_expired") ? p.at("held_expired") : 0;
-        f.delayed = p.count("delayed") ? p.at("delayed") : 0;
-        (m[1] == "rx" ? r.sw.rx : r.sw.tx) = f;
+        (m[1] == "rx" ? r.sw.rx : r.sw.tx) = testing::ParseInjectorCounters(m[2]);
       } else if (std::regex_match(line, m, kRequests)) {
         r.sw.requests = Pairs(m[1]);
       } else if (std::regex_match(line, m, kReplies)) {
@@ -220,6 +211,12 @@ BenchReport BenchProcess::Finish(std::chrono::milliseconds guard) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_at_).count();
   if (!killed) r.exit_code = code;
   return r;
+}
+
+void ExpectFaultsFired(const std::string& spec, const BenchReport& r, bool expect_retransmissions) {
+  testing::ExpectFaultsFired(
+      spec, {r.sw.rx, r.sw.tx},
+      expect_retransmissions ? std::optional(r.retransmissions) : std::nullopt, r.output);
 }
 
 }  // namespace serene::faults

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "loadgen/child_process.h"
+#include "testing/fault_check.h"
 
 namespace serene::faults {
 
@@ -44,10 +45,7 @@ struct BenchRank {
 };
 
 // One direction's fault injector counters ("faults rx: ..." / "faults tx: ...").
-struct InjectorCounters {
-  uint64_t offered = 0, delivered = 0, dropped = 0, duplicated = 0, reordered = 0,
-           held_expired = 0, delayed = 0;
-};
+using testing::InjectorCounters;
 
 // One "rank N ..." line of the switch's counters.
 struct SwitchRank {
@@ -83,6 +81,12 @@ struct BenchReport {
 
 // Parses serene-bench's output (exit code and wall time are left unset).
 BenchReport ParseBenchOutput(const std::string& output);
+
+// testing::ExpectFaultsFired (testing/fault_check.h) on a run: the switch's
+// injectors did what `spec` configures, and, if `expect_retransmissions`
+// and the spec loses datagrams, the ranks retransmitted (serene-bench's READ
+// and CLOCK retransmissions > 0).
+void ExpectFaultsFired(const std::string& spec, const BenchReport& r, bool expect_retransmissions);
 
 // Processes whose parent is `parent` (from /proc), with their command names.
 struct ProcessInfo {

@@ -3,9 +3,12 @@
 // delay jitter of several retransmission timeouts, long holds and their
 // mixes, at the switch's receive side, send side and both, with several
 // seeds each. Every case must end (no wait outlives its deadline), exit 0,
-// check every pull under SYNC (the final model under SSP and ASYNC), and the
-// switch's counters must show each INC applied exactly once and the
-// injectors' books balanced. One more case crashes a worker and checks that
+// check every pull against what the barrier guarantees, and the switch's
+// counters must show each INC applied exactly once, the injectors' books
+// balanced, and the faults fired: every fault the case configures dropped,
+// duplicated, reordered or delayed datagrams in each direction it names, and
+// where it loses datagrams the ranks retransmitted (a --fault the switch
+// ignored fails every case). One more case crashes a worker and checks that
 // serene-bench ends the others and exits 1 at once.
 //
 // Each case prints one Markdown row (docs/reliability.md); with
@@ -212,8 +215,7 @@ TEST_P(FaultMatrixTest, EveryWaitEndsAndEveryResultIsExact) {
     EXPECT_TRUE(b.reported) << out;
     EXPECT_TRUE(b.ok) << b.error;
     EXPECT_EQ(b.clocks, c.clocks);
-    // SYNC: the pull of every clock 1..C and the final model; otherwise the
-    // final model only.
+    // The pull of every clock 1..C and the final model, under every policy.
     EXPECT_EQ(b.checked, c.clocks + 1) << "every pull is checked, under every policy";
   }
 
@@ -266,6 +268,8 @@ TEST_P(FaultMatrixTest, EveryWaitEndsAndEveryResultIsExact) {
   EXPECT_EQ(r.sw.tx.has_value(), tx) << out;
   if (r.sw.rx) ExpectBalanced("rx", *r.sw.rx);
   if (r.sw.tx) ExpectBalanced("tx", *r.sw.tx);
+  // The faults fired, and the ranks had to recover from the losses.
+  ExpectFaultsFired(c.FullSpec(), r, /*expect_retransmissions=*/true);
 
   Record(c, r, !HasFailure());
 }
@@ -282,15 +286,17 @@ INSTANTIATE_TEST_SUITE_P(Stale, FaultMatrixTest, ::testing::ValuesIn(StaleCases(
 // 4 ranks, seeds 1-6, loaded and quiet machine); waiting a reordering window
 // learned from the late replies (client/reorder_window.h) re-sends 50-410.
 TEST(FaultJitterTest, RepliesReorderedByJitterAreNotTakenForLost) {
+  const std::string fault = "delay=0ms..2ms,seed=1,dir=rx";
   BenchProcess bench(SERENE_BENCH_BIN,
                      {"--workers", std::to_string(kWorkers), "--elements", "10000", "--row", "64",
-                      "--clocks", "50", "--fault", "delay=0ms..2ms,seed=1,dir=rx"});
+                      "--clocks", "50", "--fault", fault});
   ASSERT_TRUE(bench.started()) << SERENE_BENCH_BIN;
   const BenchReport r = bench.Finish(kGuard);
   ASSERT_TRUE(r.exit_code.has_value()) << r.output;
   EXPECT_EQ(*r.exit_code, 0) << r.output;
   EXPECT_TRUE(r.summary_seen && r.summary_ok) << r.output;
   EXPECT_LT(r.retransmissions, 5000u) << r.output;
+  ExpectFaultsFired(fault, r, /*expect_retransmissions=*/true);
   std::printf("[fault-matrix] jitter 0-2 ms, 157 rows: %llu retransmissions in %.2f s\n",
               static_cast<unsigned long long>(r.retransmissions), r.wall_seconds);
 }
@@ -299,10 +305,10 @@ TEST(FaultJitterTest, RepliesReorderedByJitterAreNotTakenForLost) {
 // waiting at the barrier until their deadlines: serene-bench stops them at
 // once, says which rank died and which were stopped, and exits 1.
 TEST(FaultMatrixFailureTest, ACrashedWorkerEndsTheRunAtOnce) {
-  BenchProcess bench(SERENE_BENCH_BIN,
-                     {"--workers", std::to_string(kWorkers), "--elements", std::to_string(kElements),
-                      "--row", std::to_string(kRow), "--clocks", "1000000", "--fault",
-                      "drop=0.02,dup=0.02,reorder=0.02,seed=5,dir=both"});
+  const std::string fault = "drop=0.02,dup=0.02,reorder=0.02,seed=5,dir=both";
+  BenchProcess bench(SERENE_BENCH_BIN, {"--workers", std::to_string(kWorkers), "--elements",
+                                        std::to_string(kElements), "--row", std::to_string(kRow),
+                                        "--clocks", "1000000", "--fault", fault});
   ASSERT_TRUE(bench.started());
   ASSERT_TRUE(bench.WaitForOutput("every pull is checked", std::chrono::seconds(20)));
   // The workers are serene-bench's forked children (the switch is the one
@@ -341,8 +347,10 @@ TEST(FaultMatrixFailureTest, ACrashedWorkerEndsTheRunAtOnce) {
   }
   EXPECT_EQ(died, 1) << r.output;
   EXPECT_EQ(stopped, static_cast<int>(kWorkers) - 1) << r.output;
-  // serene-bench still stopped its switch and printed its counters.
+  // serene-bench still stopped its switch and printed its counters, and the
+  // faults were there (the ranks that were stopped report no retransmissions).
   EXPECT_TRUE(r.sw.present) << r.output;
+  ExpectFaultsFired(fault, r, /*expect_retransmissions=*/false);
   std::printf("[fault-matrix] crashed worker: serene-bench exited %d %.2f s after the SIGKILL\n",
               *r.exit_code, after_kill);
 }

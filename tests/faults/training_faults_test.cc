@@ -65,10 +65,13 @@ TEST(TrainingFaultsTest, SyncTrainsBitIdenticalModelsUnderFaults) {
   for (const char* d : {"rx", "tx"}) {
     std::smatch m;
     const std::regex line(std::string("faults ") + d +
-                          R"(: offered=(\d+) delivered=(\d+) dropped=(\d+) duplicated=(\d+) )");
+                          R"(: offered=(\d+) delivered=(\d+) dropped=(\d+) duplicated=(\d+) )"
+                          R"(reordered=(\d+) held_expired=\d+ delayed=(\d+))");
     ASSERT_TRUE(std::regex_search(faulty_switch, m, line)) << d << "\n" << faulty_switch;
     EXPECT_GT(std::stoull(m[3]), 0u) << d << " dropped nothing";
     EXPECT_GT(std::stoull(m[4]), 0u) << d << " duplicated nothing";
+    EXPECT_GT(std::stoull(m[5]), 0u) << d << " reordered nothing";
+    EXPECT_GT(std::stoull(m[6]), 0u) << d << " delayed nothing";
     EXPECT_EQ(std::stoull(m[1]) + std::stoull(m[4]), std::stoull(m[2]) + std::stoull(m[3])) << d;
   }
   EXPECT_EQ(Slurp(dir.path() / "clean" / "1-sync" / "switch.log").find("faults "),
@@ -89,6 +92,8 @@ TEST(TrainingFaultsTest, SyncTrainsBitIdenticalModelsUnderFaults) {
       EXPECT_EQ(a["timeline"].size(), 4u);  // steps 0, 10, 20, 30
     }
     ExpectSameTraining(a, b);
+    // Every rank lost packets and had to send them again.
+    EXPECT_GT(b["retransmissions"].get<uint64_t>(), 0u) << "loss injected, no retransmission";
     if (rank == 0) {
       std::printf("[training-faults] rank 0 final accuracy %s test loss %s (clean and faulty)\n",
                   a["final_accuracy"].dump().c_str(), a["final_test_loss"].dump().c_str());

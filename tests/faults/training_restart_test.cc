@@ -37,6 +37,7 @@ constexpr const char* kJob = "id=1,workers=2,elements=79510,row=362,key=0x7E57,p
 
 std::unique_ptr<ChildProcess> StartRank(const std::string& address, int rank,
                                         const fs::path& metrics) {
+  const fs::path model = metrics.parent_path() / ("model" + std::to_string(rank) + ".bin");
   return std::make_unique<ChildProcess>(SERENE_TRAIN_BIN,
                                         std::vector<std::string>{"--backend",
                                                                  "serene",
@@ -68,6 +69,8 @@ std::unique_ptr<ChildProcess> StartRank(const std::string& address, int rank,
                                                                  "1",
                                                                  "--metrics",
                                                                  metrics.string(),
+                                                                 "--save-model",
+                                                                 model.string(),
                                                                  "--log-level",
                                                                  "warn"});
 }
@@ -125,6 +128,11 @@ TEST(TrainingRestartTest, SyncTrainingAcrossASwitchRestartIsBitIdentical) {
       EXPECT_EQ(a["iterations"], kSteps);
       EXPECT_EQ(a["timeline"].size(), kSteps / 10 + 1);  // steps 0, 10, ..., 60
       ExpectSameTraining(a, b);
+      // And the final models, byte for byte.
+      const std::string model = "model" + std::to_string(rank) + ".bin";
+      const std::string want = Slurp(scratch.path() / "undisturbed" / model);
+      EXPECT_EQ(want.size(), 79510u * sizeof(float));
+      EXPECT_TRUE(want == Slurp(dir / model)) << "the final models differ";
     }
   }
 }
