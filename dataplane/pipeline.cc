@@ -64,22 +64,31 @@ ProcessResult Pipeline::Burst::Process(std::span<const uint8_t> datagram,
     globals.not_request.fetch_add(1, std::memory_order_relaxed);
     return {Verdict::kDropped, DropReason::kNotRequest};
   }
-  // INC and READ of different rows run in parallel (shared lock, then the
-  // row's stripe in the handler); everything else has the job to itself.
+  // Authentication — the key and the source allow-list — before any lock on
+  // the job and any state: strangers get no reply, and a flood of packets
+  // with a wrong key costs the job's own traffic nothing, neither its lock
+  // nor a burst's hold on it. INC and READ of different rows run in parallel
+  // (shared lock, then the row's stripe in the handler); everything else has
+  // the job to itself.
   const bool shared = h.op == proto::Op::kInc || h.op == proto::Op::kRead;
-  if (held_ != nullptr) {
-    if (shared && held_->config.id == h.job && !held_->mu.writer_waiting()) {
+  if (held_ != nullptr && held_->config.id == h.job) {
+    const DropReason denied = p_.Authenticate(*held_, h, src);
+    if (denied != DropReason::kNone) return {Verdict::kDropped, denied};
+    if (shared && !held_->mu.writer_waiting()) {
       return p_.ProcessLocked(*held_, &tally_, pkt, src, local, now, out);
     }
-    Release();
   }
-
-  // Job lookup (exact match on the job id) and authentication: strangers get no reply.
+  // Job lookup: an exact match on the job id.
   std::shared_ptr<JobState> job = p_.Find(h.job);
   if (job == nullptr) {
     globals.unknown_job.fetch_add(1, std::memory_order_relaxed);
     return {Verdict::kDropped, DropReason::kUnknownJob};
   }
+  if (job != held_) {  // (the held job's packet was authenticated above)
+    const DropReason denied = p_.Authenticate(*job, h, src);
+    if (denied != DropReason::kNone) return {Verdict::kDropped, denied};
+  }
+  if (held_ != nullptr) Release();
   if (shared) {
     job->mu.lock_shared();
     held_ = std::move(job);
@@ -101,22 +110,29 @@ void Pipeline::Burst::End() {
   packets_ = 0;
 }
 
-ProcessResult Pipeline::ProcessLocked(JobState& job, SharedTally* shared,
-                                      const proto::PacketView& pkt, const proto::Endpoint& src,
-                                      const proto::Endpoint& local, Timestamp now, Output* out) {
-  const proto::Header& h = pkt.header;
+DropReason Pipeline::Authenticate(JobState& job, const proto::Header& h,
+                                  const proto::Endpoint& src) {
+  // Both read only the job's configuration, fixed at its creation; the drop
+  // counters are atomic.
   if (h.key != job.config.key) {
     globals_.bad_key.fetch_add(1, std::memory_order_relaxed);
     ++job.counters.drops[static_cast<size_t>(DropReason::kBadKey)];
-    return {Verdict::kDropped, DropReason::kBadKey};
+    return DropReason::kBadKey;
   }
   // Source filter: the job's allow-list (at most kMaxAllowPrefixes prefixes;
   // empty = any source). A packet from elsewhere is dropped silently, before
   // any stage reads or writes the job's registers.
   if (!job.config.allow.Allows(src)) {
     ++job.counters.drops[static_cast<size_t>(DropReason::kSourceNotAllowed)];
-    return {Verdict::kDropped, DropReason::kSourceNotAllowed};
+    return DropReason::kSourceNotAllowed;
   }
+  return DropReason::kNone;
+}
+
+ProcessResult Pipeline::ProcessLocked(JobState& job, SharedTally* shared,
+                                      const proto::PacketView& pkt, const proto::Endpoint& src,
+                                      const proto::Endpoint& local, Timestamp now, Output* out) {
+  const proto::Header& h = pkt.header;
   if (shared != nullptr) {
     shared->CountRx(h.op);
   } else {

@@ -20,6 +20,9 @@
 // job's lock shared plus a lock on their row's stripe, so those of different
 // rows proceed in parallel; JOIN, CLOCK, LEAVE and every control operation
 // take the job's lock exclusive (job_state.h lists what each lock guards).
+// A packet is authenticated (key, source allow-list) before it takes any
+// lock of its job: one that fails takes none and changes nothing but a drop
+// counter.
 #pragma once
 
 #include <atomic>
@@ -165,7 +168,12 @@ class Pipeline {
 
  private:
   std::shared_ptr<JobState> Find(uint16_t job) const;
-  // Process() after the job lookup, with the job's lock held as its op needs:
+  // Checks the packet's key and source against the job's configuration
+  // (fixed at creation): no lock, no register but the drop counters
+  // (atomic), so a stranger's packets never wait for the job nor hold it.
+  // Returns kNone, or the reason it was dropped (counted).
+  DropReason Authenticate(JobState& job, const proto::Header& h, const proto::Endpoint& src);
+  // Process() after the job lookup and authentication, with the job's lock held as its op needs:
   // shared for INC and READ, which count into `*shared` (the burst adds it to
   // the job before it unlocks), exclusive for the others (`shared` null).
   ProcessResult ProcessLocked(JobState& job, SharedTally* shared, const proto::PacketView& pkt,
