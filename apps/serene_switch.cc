@@ -17,6 +17,7 @@
 #include "apps/cli_parse.h"
 #include "bmv2/bmv2_daemon.h"
 #include "common/secret_file.h"
+#include "common/secure_random.h"
 #include "control/job_admission.h"
 #include "control/runtime_client.h"
 #include "control/runtime_server.h"
@@ -91,9 +92,17 @@ int main(int argc, char** argv) {
   }
 
   // Each job's incarnation (JOIN_ACK) must differ from a previous switch's,
-  // so ranks can tell a restarted switch from a delayed reply.
+  // so ranks can tell a restarted switch from a delayed reply. The JOIN
+  // cookies' secret (docs/protocol.md, "Return routability") is drawn anew:
+  // a restarted switch takes none of its predecessor's cookies.
   std::random_device entropy;
-  serene::dataplane::Pipeline pipeline((uint64_t{entropy()} << 32) | entropy());
+  serene::Result<uint64_t> k0 = serene::DrawSecret64(), k1 = serene::DrawSecret64();
+  if (!k0.ok() || !k1.ok()) {
+    spdlog::critical("{}", (!k0.ok() ? k0 : k1).status().message());
+    return 1;
+  }
+  serene::dataplane::Pipeline pipeline((uint64_t{entropy()} << 32) | entropy(),
+                                       serene::dataplane::CookieSecret{*k0, *k1});
   for (const auto& job : config->jobs) {
     serene::Status s = serene::control::AdmitJob(job);
     if (s.ok()) s = pipeline.CreateJob(job);

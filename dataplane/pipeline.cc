@@ -31,8 +31,8 @@ Status NoJob(uint16_t job) {
 
 }  // namespace
 
-Pipeline::Pipeline(uint64_t incarnation_seed)
-    : jobs_(65536), incarnation_seed_(incarnation_seed) {}
+Pipeline::Pipeline(uint64_t incarnation_seed, const CookieSecret& cookie_secret)
+    : jobs_(65536), incarnation_seed_(incarnation_seed), cookie_secret_(cookie_secret) {}
 Pipeline::~Pipeline() = default;
 
 std::shared_ptr<JobState> Pipeline::Find(uint16_t job) const {
@@ -158,7 +158,8 @@ Status Pipeline::CreateJob(const JobConfig& config) {
   std::shared_ptr<JobState> state;
   try {
     state = std::make_shared<JobState>(
-        config, Incarnation(incarnation_seed_, creations_.fetch_add(1), config.id));
+        config, Incarnation(incarnation_seed_, creations_.fetch_add(1), config.id),
+        cookie_secret_);
   } catch (const std::bad_alloc&) {
     return Status::ResourceExhausted(
         "job " + std::to_string(config.id) + " needs " +

@@ -38,6 +38,7 @@
 #include "dataplane/consts.h"
 #include "dataplane/counters.h"
 #include "dataplane/job_config.h"
+#include "dataplane/join_cookie.h"
 #include "dataplane/output.h"
 #include "dataplane/shared_tally.h"
 #include "dataplane/telemetry.h"
@@ -61,7 +62,9 @@ class Pipeline {
   // `incarnation_seed` makes each job's incarnation number (JOIN_ACK) differ
   // from the previous switch's: the daemon passes a random seed, tests a
   // fixed one.
-  explicit Pipeline(uint64_t incarnation_seed = 0);
+  // `cookie_secret` keys the JOIN cookies (join_cookie.h): the daemon draws
+  // it at start, so a restarted switch accepts none of its predecessor's.
+  explicit Pipeline(uint64_t incarnation_seed = 0, const CookieSecret& cookie_secret = {});
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -187,6 +190,7 @@ class Pipeline {
   std::vector<std::shared_ptr<JobState>> jobs_;
   size_t job_count_ = 0;
   const uint64_t incarnation_seed_;
+  const CookieSecret cookie_secret_;
   std::atomic<uint64_t> creations_{0};
 
   struct AtomicGlobals {
