@@ -78,15 +78,23 @@ ProcessResult Pipeline::Burst::Process(std::span<const uint8_t> datagram,
       return p_.ProcessLocked(*held_, &tally_, pkt, src, local, now, out);
     }
   }
-  // Job lookup: an exact match on the job id.
-  std::shared_ptr<JobState> job = p_.Find(h.job);
-  if (job == nullptr) {
-    globals.unknown_job.fetch_add(1, std::memory_order_relaxed);
-    return {Verdict::kDropped, DropReason::kUnknownJob};
-  }
-  if (job != held_) {  // (the held job's packet was authenticated above)
-    const DropReason denied = p_.Authenticate(*job, h, src);
-    if (denied != DropReason::kNone) return {Verdict::kDropped, denied};
+  // Job lookup (an exact match on the job id) and authentication under the
+  // table's lock: a packet that fails takes no reference to the job either
+  // (its count shares a cache line with the job's configuration, which
+  // every packet of the job reads).
+  std::shared_ptr<JobState> job;
+  {
+    std::shared_lock lock(p_.table_mu_);
+    JobState* found = p_.jobs_[h.job].get();
+    if (found == nullptr) {
+      globals.unknown_job.fetch_add(1, std::memory_order_relaxed);
+      return {Verdict::kDropped, DropReason::kUnknownJob};
+    }
+    if (found != held_.get()) {  // (the held job's packet was authenticated above)
+      const DropReason denied = p_.Authenticate(*found, h, src);
+      if (denied != DropReason::kNone) return {Verdict::kDropped, denied};
+    }
+    job = p_.jobs_[h.job];
   }
   if (held_ != nullptr) Release();
   if (shared) {
