@@ -17,6 +17,7 @@
 #include "apps/cli_parse.h"
 #include "bmv2/bmv2_daemon.h"
 #include "common/secret_file.h"
+#include "common/secure_random.h"
 #include "control/runtime_client.h"
 #include "control/runtime_server.h"
 #include "dataplane/pipeline.h"
@@ -91,13 +92,21 @@ int main(int argc, char** argv) {
   }
 
   // Each job's incarnation (JOIN_ACK) must differ from a previous switch's,
-  // so ranks can tell a restarted switch from a delayed reply.
+  // so ranks can tell a restarted switch from a delayed reply. The JOIN
+  // cookies' secret (docs/protocol.md, "Return routability") is drawn anew:
+  // a restarted switch takes none of its predecessor's cookies.
   std::random_device entropy;
+  serene::Result<uint64_t> k0 = serene::DrawSecret64(), k1 = serene::DrawSecret64();
+  if (!k0.ok() || !k1.ok()) {
+    spdlog::critical("{}", (!k0.ok() ? k0 : k1).status().message());
+    return 1;
+  }
   // Jobs (static and through the runtime API) are admitted against the
   // host's available memory and the switch's cgroup limit (docs/control.md).
   serene::switchd::SystemMemory memory;
   if (auto budget = memory.Read()) spdlog::info("memory for jobs: {}", budget->source);
-  serene::dataplane::Pipeline pipeline((uint64_t{entropy()} << 32) | entropy(), &memory);
+  serene::dataplane::Pipeline pipeline((uint64_t{entropy()} << 32) | entropy(),
+                                       serene::dataplane::CookieSecret{*k0, *k1}, &memory);
   for (const auto& job : config->jobs) {
     serene::Status s = pipeline.CreateJob(job);
     if (!s.ok()) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/secure_random.h"
 #include "dataplane/consts.h"
 #include "dataplane/policy_banks.h"
 #include "net/address.h"
@@ -146,6 +147,17 @@ Status Bmv2Target::CreateJob(const dataplane::JobConfig& config) {
   const uint32_t rows = config.rows();
   std::lock_guard lock(mu_);
   if (jobs_.count(config.id) != 0) return Status::AlreadyExists(jid + " already exists");
+  if (!cookie_secret_set_) {
+    // The JOIN cookie's key (docs/protocol.md, "Return routability"), drawn
+    // anew for each simple_switch: its predecessor's cookies are not valid.
+    Result<uint64_t> secret = DrawSecret64();
+    if (!secret.ok()) return secret.status();
+    Status s = cli_->RunAll(
+        {"register_write " + Reg("cookie_secret") + " 0 " + std::to_string(*secret >> 32),
+         "register_write " + Reg("cookie_secret") + " 1 " + std::to_string(*secret & 0xFFFFFFFFu)});
+    if (!s.ok()) return s;
+    cookie_secret_set_ = true;
+  }
   if (jobs_.empty() && (next_row_ != 0 || next_tag_ != 0)) {
     // Nothing lives in the register arrays: reclaim them all.
     std::vector<std::string> cmds;

@@ -97,6 +97,7 @@ class Bmv2Target final : public control::SwitchTarget {
   uint32_t next_tag_ = 0;         // guarded by mu_
   std::vector<bool> slot_used_;   // guarded by mu_: slot ever held a job since the last reset
   std::mt19937 incarnations_;     // guarded by mu_
+  bool cookie_secret_set_ = false;  // guarded by mu_: the P4 cookie_secret register written
 };
 
 }  // namespace serene::bmv2

@@ -177,6 +177,18 @@ Operation::Reply ClockOp::OnReply(const proto::PacketView& v) {
     }
     case proto::Op::kJoinAck:
       return IsJoinAck(v) ? OnJoinAck(ParseJoinAck(v)) : Reply::kStale;
+    case proto::Op::kCookie: {
+      // A COOKIE answers our probe or rejoin JOIN (the rank is not live
+      // here: echo it), or our CLOCK (the switch does not know the rank at
+      // this address: it lost the job; what not_joined said): JOIN with it.
+      if (!CookieAnswers(v, proto::Op::kJoin) && !CookieAnswers(v, proto::Op::kClock)) {
+        return Reply::kStale;
+      }
+      Status s = CookieAnswers(v, proto::Op::kJoin) ? JoinWithNewCookie(t_)
+                                                    : t_.Send(proto::Op::kJoin, 0, 0, 0);
+      if (!s.ok()) Finish(s);
+      return Reply::kHandled;
+    }
     case proto::Op::kError: {
       if (ErrorRefuses(v, proto::Op::kJoin) && v.header.count > proto::error_reply::kOp) {
         // Our probe or rejoin JOIN refused: the switch no longer takes this rank.

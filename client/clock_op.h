@@ -8,8 +8,12 @@
 //                                           JOIN probe, whose JOIN_ACK says where
 //                                           the rank and the job stand
 //         ──▶ ERROR evicted                 JOIN again; the JOIN_ACK decides
-//         ──▶ ERROR not_joined              the switch lost the rank: JOIN to learn
-//                                           its job's incarnation
+//         ──▶ COOKIE (answering the CLOCK)  the switch does not know the rank at this
+//                                           address — it lost the rank (an older switch:
+//                                           ERROR not_joined): JOIN to learn its job's
+//                                           incarnation
+//         ──▶ COOKIE (answering a JOIN)     the probe or rejoin JOIN of a rank not live
+//                                           here: JOIN again, echoing the cookie
 //
 // A JOIN_ACK (a probe's or a rejoin's) is read against the job's incarnation
 // and the rank's own clock: another incarnation means the switch lost the

@@ -60,6 +60,15 @@ proto::ErrorCode ErrorCodeOf(const proto::PacketView& error) {
       error.header.count > proto::error_reply::kCode ? error.Value(proto::error_reply::kCode) : 0);
 }
 
+bool CookieAnswers(const proto::PacketView& v, proto::Op op) {
+  return v.header.op == proto::Op::kCookie && proto::cookie::AnsweredOp(v.header.flags) == op;
+}
+
+Status JoinWithNewCookie(Transport& t) {
+  if (!t.cookie_unused()) return Status::Ok();
+  return t.Send(proto::Op::kJoin, 0, 0, 0);
+}
+
 bool ErrorRefuses(const proto::PacketView& error, proto::Op op) {
   if (error.header.count <= proto::error_reply::kOp) return true;
   return error.Value(proto::error_reply::kOp) == static_cast<int32_t>(op);

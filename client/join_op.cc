@@ -50,6 +50,12 @@ Operation::Reply JoinOp::OnReply(const proto::PacketView& v) {
     Finish(Status::Ok());
     return Reply::kProgress;
   }
+  if (CookieAnswers(v, proto::Op::kJoin)) {
+    // Return routability: the JOIN is served once it echoes the cookie.
+    Status s = JoinWithNewCookie(t_);
+    if (!s.ok()) Finish(s);
+    return Reply::kHandled;
+  }
   // A JOIN is never refused as evicted: such an ERROR answers an earlier
   // request (the other READs of a pull that learned of an eviction).
   if (v.header.op != proto::Op::kError || !ErrorRefuses(v, proto::Op::kJoin) ||

@@ -1,5 +1,6 @@
 // JoinOp: JOIN until a JOIN_ACK — binds the rank to this socket's address and
-// learns the job (docs/protocol.md, JOIN).
+// learns the job (docs/protocol.md, JOIN). A COOKIE answering the JOIN is
+// echoed in the next JOIN at once (the transport puts it in every JOIN).
 //
 // A rank still bound to another address and live (the switch answers
 // rank_in_use: a previous incarnation of this worker has not been evicted

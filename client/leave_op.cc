@@ -12,6 +12,12 @@ Operation::Reply LeaveOp::OnReply(const proto::PacketView& v) {
     Finish(Status::Ok());
     return Reply::kProgress;
   }
+  if (CookieAnswers(v, proto::Op::kLeave)) {
+    // The switch does not know the rank at this address (it restarted):
+    // nothing to leave.
+    Finish(Status::Ok());
+    return Reply::kHandled;
+  }
   if (v.header.op == proto::Op::kError && v.header.clock == clock_ &&
       ErrorRefuses(v, proto::Op::kLeave)) {
     // A switch that no longer knows the rank (it restarted) has nothing to leave.

@@ -70,6 +70,12 @@ Status Refused(const Transport& t, const std::string& what, const proto::PacketV
 // The ERROR's code, and whether it refuses a request of op `op` (an older
 // switch that does not name the op: assume it does).
 proto::ErrorCode ErrorCodeOf(const proto::PacketView& error);
+// Whether `v` is a COOKIE answering a request of op `op` (docs/protocol.md,
+// "Return routability": this address is not the rank's binding).
+bool CookieAnswers(const proto::PacketView& v, proto::Op op);
+// A COOKIE answering a JOIN: JOINs again at once with its cookie, unless the
+// last JOIN already carried it (then the retransmission timer does).
+Status JoinWithNewCookie(Transport& t);
 bool ErrorRefuses(const proto::PacketView& error, proto::Op op);
 
 }  // namespace serene::client

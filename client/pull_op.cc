@@ -68,6 +68,13 @@ Status PullOp::Start() {
 
 Operation::Reply PullOp::OnReply(const proto::PacketView& v) {
   const proto::Header& h = v.header;
+  if (CookieAnswers(v, proto::Op::kRead)) {
+    // The switch does not know the rank at this address (it lost the job,
+    // or the rank was bound elsewhere): join again (what not_joined said).
+    end_ = End::kNotJoined;
+    Finish(Status::Ok());
+    return Reply::kHandled;
+  }
   if (h.op == proto::Op::kError && h.clock == clock_ && ErrorRefuses(v, proto::Op::kRead)) {
     switch (ErrorCodeOf(v)) {
       case proto::ErrorCode::kEvicted:

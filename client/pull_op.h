@@ -34,8 +34,9 @@
 // is not in use at this clock: the other rows are READ at once.
 //
 // It ends when every row arrived, or when the switch refuses a READ: evicted
-// (the client joins again and pulls at its new clock), not_joined (the switch
-// lost the rank: restarted), or any other code (an error).
+// (the client joins again and pulls at its new clock), a COOKIE (the switch
+// does not know the rank at this address: it lost the rank, restarted; an
+// older switch said not_joined), or any other code (an error).
 #pragma once
 
 #include <span>

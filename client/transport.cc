@@ -120,6 +120,11 @@ Status Transport::Queue(proto::Op op, uint32_t clock, uint32_t row, uint16_t f,
   h.key = options_.key;
   h.clock = clock;
   h.row = row;
+  if (op == proto::Op::kJoin) {
+    h.clock = proto::cookie::High(cookie_);
+    h.row = proto::cookie::Low(cookie_);
+    join_cookie_ = cookie_;
+  }
   h.flags = f;
   uint8_t* p = send_arena_.data() + send_used_;
   proto::Encode(h, values, p);

@@ -6,6 +6,11 @@
 // and key, and notes what every reply says about the job (FINISHED,
 // SATURATED) and when the switch was last heard.
 //
+// JOIN cookies (docs/protocol.md, "Return routability"): Receive() keeps the
+// cookie of the last COOKIE, and every JOIN queued carries it (in clock and
+// row, whatever the caller passes), so every way a rank joins — the first
+// JOIN, a probe, a rejoin after an eviction, a recovery — echoes it.
+//
 // The job's reply group (OpenGroup): a second socket, bound to the group's
 // multicast address and port and joined on the interface that reaches the
 // switch, receives the rows the switch answers to the group. Receive() waits
@@ -95,6 +100,10 @@ class Transport {
   // small rows handles thousands).
   SteadyClock::time_point received_at() const { return received_at_; }
   bool finished() const { return finished_; }
+  // The last COOKIE's cookie (0: none yet), and whether the last JOIN sent
+  // carried another one: a COOKIE answering a JOIN then asks for a new JOIN.
+  uint64_t cookie() const { return cookie_; }
+  bool cookie_unused() const { return cookie_ != join_cookie_; }
   bool saturated() const { return saturated_; }
 
   RttEstimator& rtt() { return rtt_; }
@@ -127,6 +136,8 @@ class Transport {
   SteadyClock::time_point received_at_;
   bool finished_ = false;
   bool saturated_ = false;
+  uint64_t cookie_ = 0;       // from the last COOKIE
+  uint64_t join_cookie_ = 0;  // carried by the last JOIN
   RttEstimator rtt_;
   ReorderWindow reorder_;
 
@@ -186,8 +197,12 @@ bool Transport::Dispatch(const net::RecvBatch& batch, size_t n, Handler& handle,
     if (h.worker != options_.rank && !group_row) continue;
     ++stats_->packets_received;
     last_heard_ = received_at_;
-    if (h.flags & proto::flags::kFinished) finished_ = true;
-    if (h.flags & proto::flags::kSaturated) saturated_ = true;
+    if (h.op == proto::Op::kCookie) {
+      cookie_ = proto::cookie::Of(h.clock, h.row);  // its flags are not job flags
+    } else {
+      if (h.flags & proto::flags::kFinished) finished_ = true;
+      if (h.flags & proto::flags::kSaturated) saturated_ = true;
+    }
     if (handle(v)) return true;
   }
   return false;

@@ -265,7 +265,8 @@ Status UdpClient::PullRows(std::span<int32_t> model) {
         s = Rejoin();
         break;
       case PullOp::End::kNotJoined:
-        s = Recover("a READ was refused as not_joined");
+        s = Recover(
+            "a READ was answered with a COOKIE: the switch does not know this rank at its address");
         break;
     }
     if (!s.ok()) return s;

@@ -17,4 +17,8 @@ namespace serene {
 // < 3.17); the error says so.
 Result<uint32_t> DrawJobKey();
 
+// A uniformly drawn 64-bit secret (the switch's JOIN cookie secret, drawn
+// twice); fails as DrawJobKey does.
+Result<uint64_t> DrawSecret64();
+
 }  // namespace serene

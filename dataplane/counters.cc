@@ -28,6 +28,7 @@ std::string_view DropReasonName(DropReason r) {
     case DropReason::kRankInUse: return "rank_in_use";
     case DropReason::kFinishNotLive: return "finish_not_live";
     case DropReason::kSourceNotAllowed: return "source_not_allowed";
+    case DropReason::kJoinCookie: return "join_cookie";
     case DropReason::kCount_: break;
   }
   return "unknown";

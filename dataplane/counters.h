@@ -49,6 +49,7 @@ enum class DropReason : uint8_t {
   kRankInUse,       // JOIN from another address while the rank is bound and live
   kFinishNotLive,   // LEAVE with FINISHED from a rank not live: answered, FINISHED ignored
   kSourceNotAllowed, // source outside the job's allow-list: dropped silently
+  kJoinCookie,      // JOIN from an unverified source without a valid cookie: COOKIE sent
   kCount_,
 };
 inline constexpr size_t kNumDropReasons = static_cast<size_t>(DropReason::kCount_);

@@ -8,10 +8,11 @@ uint64_t JobStateBytes(const JobConfig& c) {
          rows * c.workers * sizeof(uint32_t) + c.workers * sizeof(WorkerRegs) + sizeof(JobState);
 }
 
-JobState::JobState(const JobConfig& c, uint32_t incarnation_value)
+JobState::JobState(const JobConfig& c, uint32_t incarnation_value, const CookieSecret& secret)
     : config(c),
       rows(c.rows()),
       incarnation(incarnation_value),
+      cookie_secret(secret),
       visible(c.elements, 0),
       pending(c.elements, 0),
       pending_clock(rows, proto::kNoClock),

@@ -31,6 +31,7 @@
 #include "dataplane/counters.h"
 #include "dataplane/job_config.h"
 #include "dataplane/job_locks.h"
+#include "dataplane/join_cookie.h"
 #include "dataplane/relaxed.h"
 #include "proto/endpoint.h"
 #include "proto/packet.h"
@@ -75,7 +76,7 @@ struct PolicyBank {
 uint64_t JobStateBytes(const JobConfig& config);
 
 struct JobState {
-  JobState(const JobConfig& c, uint32_t incarnation);
+  JobState(const JobConfig& c, uint32_t incarnation, const CookieSecret& cookie_secret = {});
   JobState(const JobState&) = delete;
   JobState& operator=(const JobState&) = delete;
 
@@ -85,6 +86,9 @@ struct JobState {
   // so a worker can tell a re-created job (a restarted switch) from a
   // delayed reply.
   const uint32_t incarnation;
+  // The switch's secret for JOIN cookies (join_cookie.h), fixed with the
+  // job; in P4, a register the control plane writes.
+  const CookieSecret cookie_secret;
 
   // Aggregation table, element i of row r at r * row_width + i.
   std::vector<int32_t> visible;         // the model readers see

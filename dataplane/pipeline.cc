@@ -36,8 +36,13 @@ Status NoJob(uint16_t job) {
 
 }  // namespace
 
-Pipeline::Pipeline(uint64_t incarnation_seed, const MemoryBudgetSource* memory)
-    : jobs_(65536), memory_(memory), creating_(65536, false), incarnation_seed_(incarnation_seed) {}
+Pipeline::Pipeline(uint64_t incarnation_seed, const CookieSecret& cookie_secret,
+                   const MemoryBudgetSource* memory)
+    : jobs_(65536),
+      memory_(memory),
+      creating_(65536, false),
+      incarnation_seed_(incarnation_seed),
+      cookie_secret_(cookie_secret) {}
 Pipeline::~Pipeline() = default;
 
 std::shared_ptr<JobState> Pipeline::Find(uint16_t job) const {
@@ -69,22 +74,39 @@ ProcessResult Pipeline::Burst::Process(std::span<const uint8_t> datagram,
     globals.not_request.fetch_add(1, std::memory_order_relaxed);
     return {Verdict::kDropped, DropReason::kNotRequest};
   }
-  // INC and READ of different rows run in parallel (shared lock, then the
-  // row's stripe in the handler); everything else has the job to itself.
+  // Authentication — the key and the source allow-list — before any lock on
+  // the job and any state: strangers get no reply, and a flood of packets
+  // with a wrong key costs the job's own traffic nothing, neither its lock
+  // nor a burst's hold on it. INC and READ of different rows run in parallel
+  // (shared lock, then the row's stripe in the handler); everything else has
+  // the job to itself.
   const bool shared = h.op == proto::Op::kInc || h.op == proto::Op::kRead;
-  if (held_ != nullptr) {
-    if (shared && held_->config.id == h.job && !held_->mu.writer_waiting()) {
+  if (held_ != nullptr && held_->config.id == h.job) {
+    const DropReason denied = p_.Authenticate(*held_, h, src);
+    if (denied != DropReason::kNone) return {Verdict::kDropped, denied};
+    if (shared && !held_->mu.writer_waiting()) {
       return p_.ProcessLocked(*held_, &tally_, pkt, src, local, now, out);
     }
-    Release();
   }
-
-  // Job lookup (exact match on the job id) and authentication: strangers get no reply.
-  std::shared_ptr<JobState> job = p_.Find(h.job);
-  if (job == nullptr) {
-    globals.unknown_job.fetch_add(1, std::memory_order_relaxed);
-    return {Verdict::kDropped, DropReason::kUnknownJob};
+  // Job lookup (an exact match on the job id) and authentication under the
+  // table's lock: a packet that fails takes no reference to the job either
+  // (its count shares a cache line with the job's configuration, which
+  // every packet of the job reads).
+  std::shared_ptr<JobState> job;
+  {
+    std::shared_lock lock(p_.table_mu_);
+    JobState* found = p_.jobs_[h.job].get();
+    if (found == nullptr) {
+      globals.unknown_job.fetch_add(1, std::memory_order_relaxed);
+      return {Verdict::kDropped, DropReason::kUnknownJob};
+    }
+    if (found != held_.get()) {  // (the held job's packet was authenticated above)
+      const DropReason denied = p_.Authenticate(*found, h, src);
+      if (denied != DropReason::kNone) return {Verdict::kDropped, denied};
+    }
+    job = p_.jobs_[h.job];
   }
+  if (held_ != nullptr) Release();
   if (shared) {
     job->mu.lock_shared();
     held_ = std::move(job);
@@ -106,22 +128,29 @@ void Pipeline::Burst::End() {
   packets_ = 0;
 }
 
-ProcessResult Pipeline::ProcessLocked(JobState& job, SharedTally* shared,
-                                      const proto::PacketView& pkt, const proto::Endpoint& src,
-                                      const proto::Endpoint& local, Timestamp now, Output* out) {
-  const proto::Header& h = pkt.header;
+DropReason Pipeline::Authenticate(JobState& job, const proto::Header& h,
+                                  const proto::Endpoint& src) {
+  // Both read only the job's configuration, fixed at its creation; the drop
+  // counters are atomic.
   if (h.key != job.config.key) {
     globals_.bad_key.fetch_add(1, std::memory_order_relaxed);
     ++job.counters.drops[static_cast<size_t>(DropReason::kBadKey)];
-    return {Verdict::kDropped, DropReason::kBadKey};
+    return DropReason::kBadKey;
   }
   // Source filter: the job's allow-list (at most kMaxAllowPrefixes prefixes;
   // empty = any source). A packet from elsewhere is dropped silently, before
   // any stage reads or writes the job's registers.
   if (!job.config.allow.Allows(src)) {
     ++job.counters.drops[static_cast<size_t>(DropReason::kSourceNotAllowed)];
-    return {Verdict::kDropped, DropReason::kSourceNotAllowed};
+    return DropReason::kSourceNotAllowed;
   }
+  return DropReason::kNone;
+}
+
+ProcessResult Pipeline::ProcessLocked(JobState& job, SharedTally* shared,
+                                      const proto::PacketView& pkt, const proto::Endpoint& src,
+                                      const proto::Endpoint& local, Timestamp now, Output* out) {
+  const proto::Header& h = pkt.header;
   if (shared != nullptr) {
     shared->CountRx(h.op);
   } else {
@@ -150,7 +179,8 @@ Status Pipeline::CreateJob(const JobConfig& config) {
   std::shared_ptr<JobState> state;
   try {
     state = std::make_shared<JobState>(
-        config, Incarnation(incarnation_seed_, creations_.fetch_add(1), config.id));
+        config, Incarnation(incarnation_seed_, creations_.fetch_add(1), config.id),
+        cookie_secret_);
   } catch (const std::bad_alloc&) {
     Unreserve(config.id, bytes);
     return Status::ResourceExhausted("job " + std::to_string(config.id) + " needs " + MiB(bytes) +

@@ -20,6 +20,9 @@
 // job's lock shared plus a lock on their row's stripe, so those of different
 // rows proceed in parallel; JOIN, CLOCK, LEAVE and every control operation
 // take the job's lock exclusive (job_state.h lists what each lock guards).
+// A packet is authenticated (key, source allow-list) before it takes any
+// lock of its job: one that fails takes none and changes nothing but a drop
+// counter.
 #pragma once
 
 #include <atomic>
@@ -36,6 +39,7 @@
 #include "dataplane/consts.h"
 #include "dataplane/counters.h"
 #include "dataplane/job_config.h"
+#include "dataplane/join_cookie.h"
 #include "dataplane/memory_budget.h"
 #include "dataplane/output.h"
 #include "dataplane/shared_tally.h"
@@ -59,9 +63,13 @@ class Pipeline {
  public:
   // `incarnation_seed` makes each job's incarnation number (JOIN_ACK) differ
   // from the previous switch's: the daemon passes a random seed, tests a
-  // fixed one. `memory` (optional) bounds CreateJob by the memory the switch
-  // may still allocate (memory_budget.h); REQUIRES: it outlives the pipeline.
-  explicit Pipeline(uint64_t incarnation_seed = 0, const MemoryBudgetSource* memory = nullptr);
+  // fixed one.
+  // `cookie_secret` keys the JOIN cookies (join_cookie.h): the daemon draws
+  // it at start, so a restarted switch accepts none of its predecessor's.
+  // `memory` (optional) bounds CreateJob by the memory the switch may still
+  // allocate (memory_budget.h); REQUIRES: it outlives the pipeline.
+  explicit Pipeline(uint64_t incarnation_seed = 0, const CookieSecret& cookie_secret = {},
+                    const MemoryBudgetSource* memory = nullptr);
   ~Pipeline();
   Pipeline(const Pipeline&) = delete;
   Pipeline& operator=(const Pipeline&) = delete;
@@ -177,7 +185,12 @@ class Pipeline {
 
  private:
   std::shared_ptr<JobState> Find(uint16_t job) const;
-  // Process() after the job lookup, with the job's lock held as its op needs:
+  // Checks the packet's key and source against the job's configuration
+  // (fixed at creation): no lock, no register but the drop counters
+  // (atomic), so a stranger's packets never wait for the job nor hold it.
+  // Returns kNone, or the reason it was dropped (counted).
+  DropReason Authenticate(JobState& job, const proto::Header& h, const proto::Endpoint& src);
+  // Process() after the job lookup and authentication, with the job's lock held as its op needs:
   // shared for INC and READ, which count into `*shared` (the burst adds it to
   // the job before it unlocks), exclusive for the others (`shared` null).
   ProcessResult ProcessLocked(JobState& job, SharedTally* shared, const proto::PacketView& pkt,
@@ -203,6 +216,7 @@ class Pipeline {
   size_t creating_count_ = 0;    // guarded by admit_mu_
   uint64_t reserved_bytes_ = 0;  // registers reserved, not yet allocated; guarded by admit_mu_
   const uint64_t incarnation_seed_;
+  const CookieSecret cookie_secret_;
   std::atomic<uint64_t> creations_{0};
 
   struct AtomicGlobals {

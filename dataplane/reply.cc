@@ -37,6 +37,23 @@ uint8_t* EmitReply(const JobState& job, const proto::Endpoint& dst, const proto:
   return v;
 }
 
+void EmitCookie(const JobState& job, const proto::Endpoint& dst, const proto::Endpoint& src,
+                const proto::Header& req, Timestamp now, Output* out) {
+  uint8_t* p = out->Append(dst, src, proto::kHeaderSize);
+  if (p == nullptr) return;
+  const uint64_t cookie = JoinCookieAt(job.cookie_secret, dst, job.config.id, req.worker, now);
+  proto::Header h;
+  h.op = proto::Op::kCookie;
+  h.job = job.config.id;
+  h.worker = req.worker;
+  h.key = job.config.key;
+  h.clock = proto::cookie::High(cookie);
+  h.row = proto::cookie::Low(cookie);
+  h.count = 0;
+  h.flags = proto::cookie::FlagsFor(req.op);
+  proto::EncodeHeader(h, p);
+}
+
 void EmitError(JobState& job, const proto::Endpoint& dst, const proto::Endpoint& src,
                const proto::Header& req, proto::ErrorCode code, Output* out) {
   const int32_t values[proto::error_reply::kCount] = {static_cast<int32_t>(code),

@@ -32,6 +32,13 @@ uint8_t* EmitReplyRaw(const JobState& job, const proto::Endpoint& dst, const pro
                       proto::Op op, uint32_t worker, uint32_t clock, uint32_t row,
                       uint16_t extra_flags, uint16_t count, Output* out);
 
+// COOKIE to `dst` (docs/protocol.md, "Return routability"): header only, the
+// size of the smallest request, echoing job and worker, the job's key, the
+// cookie of (dst, job, worker) at `now` in clock and row, and the answered
+// request's op in flags bits 8..15. It carries no job state (no job flags).
+void EmitCookie(const JobState& job, const proto::Endpoint& dst, const proto::Endpoint& src,
+                const proto::Header& req, Timestamp now, Output* out);
+
 // ERROR [code, req.op] to `dst`, echoing the request's clock and row; counted
 // on the job (and the rank when it exists).
 void EmitError(JobState& job, const proto::Endpoint& dst, const proto::Endpoint& src,

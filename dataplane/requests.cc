@@ -30,6 +30,22 @@ ProcessResult Refuse(JobState& job, const proto::Endpoint& src, const proto::End
   return {Verdict::kRefused, reason};
 }
 
+// Answers a request from a source the switch cannot vouch for (not the
+// rank's bound address, no valid JOIN cookie) with one COOKIE, no larger
+// than the request, and changes nothing but the drop counter `reason`.
+ProcessResult Challenge(JobState& job, const proto::Endpoint& src, const proto::Endpoint& local,
+                        const proto::Header& h, DropReason reason, Timestamp now, Output* out) {
+  ++job.counters.drops[static_cast<size_t>(reason)];
+  EmitCookie(job, src, local, h, now, out);
+  return {Verdict::kRefused, reason};
+}
+
+// The sender check's reasons that mean "not from the rank's bound address".
+bool Unverified(DropReason r) {
+  return r == DropReason::kBadRank || r == DropReason::kNotJoined ||
+         r == DropReason::kWrongSource;
+}
+
 ErrorCode SenderError(DropReason r) {
   switch (r) {
     case DropReason::kBadRank: return ErrorCode::kBadRank;
@@ -39,8 +55,9 @@ ErrorCode SenderError(DropReason r) {
   }
 }
 
-// Validates the sender; on failure refuses with ERROR (or drops for INC,
-// whose `out` is null).
+// Validates the sender; on failure answers an unverified source with a
+// COOKIE and the rank's bound address (an evicted rank) with ERROR, or
+// drops (INC, whose `out` is null).
 bool SenderOk(JobState& job, const proto::Header& h, const proto::Endpoint& src,
               const proto::Endpoint& local, Timestamp now, Output* out, ProcessResult* result) {
   const DropReason r = CheckSender(job, h, src);
@@ -48,7 +65,13 @@ bool SenderOk(JobState& job, const proto::Header& h, const proto::Endpoint& src,
     NoteSeen(job.workers[h.worker], now);
     return true;
   }
-  *result = out != nullptr ? Refuse(job, src, local, h, r, SenderError(r), out) : Drop(job, r);
+  if (out == nullptr) {
+    *result = Drop(job, r);
+  } else if (Unverified(r)) {
+    *result = Challenge(job, src, local, h, r, now, out);
+  } else {
+    *result = Refuse(job, src, local, h, r, SenderError(r), out);
+  }
   return false;
 }
 
@@ -125,6 +148,16 @@ void EmitCompletedRow(JobState& job, uint32_t clock, uint32_t row, const proto::
 ProcessResult HandleJoin(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
                          const proto::Endpoint& local, Timestamp now, Output* out) {
   const proto::Header& h = pkt.header;
+  // Return routability: the rank's bound address, while the rank is live,
+  // was verified when it was bound; any other source must show it received
+  // a COOKIE by echoing it, before anything larger than the request is
+  // sent to it or it is bound.
+  const bool bound_live = h.worker < job.workers.size() && job.workers[h.worker].joined &&
+                          job.workers[h.worker].live && job.workers[h.worker].addr == src;
+  if (!bound_live && !ValidJoinCookie(job.cookie_secret, src, job.config.id, h.worker, now,
+                                      proto::cookie::Of(h.clock, h.row))) {
+    return Challenge(job, src, local, h, DropReason::kJoinCookie, now, out);
+  }
   if (h.worker >= job.workers.size()) {
     return Refuse(job, src, local, h, DropReason::kBadRank, ErrorCode::kBadRank, out);
   }
@@ -254,6 +287,7 @@ ProcessResult HandleLeave(JobState& job, const proto::PacketView& pkt, const pro
                           const proto::Endpoint& local, Timestamp now, Output* out) {
   const proto::Header& h = pkt.header;
   const DropReason r = CheckSender(job, h, src);
+  if (Unverified(r)) return Challenge(job, src, local, h, r, now, out);
   if (r != DropReason::kNone && r != DropReason::kEvicted) {
     return Refuse(job, src, local, h, r, SenderError(r), out);
   }

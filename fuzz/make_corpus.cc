@@ -53,6 +53,11 @@ void DecodeSeeds(const std::filesystem::path& dir) {
   Write(dir, "release", req(Op::kRelease).Values({2, 4, 5}).Build());
   Write(dir, "nack", req(Op::kNack).Values({1, 3, 0, 2}).Build());
   Write(dir, "error_evicted", req(Op::kError).Flags(proto::flags::kEvicted).Values({7, 6}).Build());
+  // Return routability (protocol.md): a COOKIE answering a JOIN, and the
+  // JOIN echoing it in clock and row.
+  Write(dir, "cookie",
+        req(Op::kCookie).Clock(0x9E3779B9).Row(0x7F4A7C15).Flags(proto::cookie::FlagsFor(Op::kJoin)).Build());
+  Write(dir, "join_cookie", req(Op::kJoin).Clock(0x9E3779B9).Row(0x7F4A7C15).Build());
   Write(dir, "finished_saturated",
         req(Op::kRelease)
             .Flags(proto::flags::kFinished | proto::flags::kSaturated)
@@ -70,7 +75,7 @@ void DecodeSeeds(const std::filesystem::path& dir) {
   bad("magic", [](auto& d) { d[0] = 0x12; });
   bad("version", [](auto& d) { d[2] = 2; });
   bad("op_0", [](auto& d) { d[3] = 0; });
-  bad("op_11", [](auto& d) { d[3] = 11; });
+  bad("op_12", [](auto& d) { d[3] = 12; });
   bad("count_beyond", [](auto& d) { d.resize(d.size() - 4); });
   bad("trailing_byte", [](auto& d) { d.push_back(0); });
   bad("count_ffff", [](auto& d) {

@@ -60,6 +60,23 @@ void Oracle::CheckEmitted(size_t slot, const Snapshot& after, const std::vector<
     const std::string op = std::string(proto::OpName(e.h.op));
     ORACLE_CHECK(*this, e.h.job == je.config.id && e.h.key == je.config.key,
                  op + " carries the job's id and key");
+    if (e.h.op == Op::kCookie) {
+      // Return routability (protocol.md): header only, to the source, from
+      // the address it reached, the cookie of (source, job, rank) now, the
+      // answered op in flags bits 8..15 and no job flags.
+      ORACLE_CHECK(*this, req != nullptr && e.dst == req->src && e.from == req->local,
+                   "COOKIE goes to the request's source, from the address it reached");
+      ORACLE_CHECK(*this, e.h.count == 0 && e.v.empty(), "COOKIE is header only");
+      ORACLE_CHECK(*this, e.h.worker == req->h.worker, "COOKIE echoes the worker");
+      ORACLE_CHECK(*this, e.h.flags == proto::cookie::FlagsFor(req->h.op),
+                   "COOKIE names the answered op and carries no job flags");
+      ORACLE_CHECK(*this,
+                   proto::cookie::Of(e.h.clock, e.h.row) ==
+                       dataplane::JoinCookieAt(kCookieSecret, req->src, je.config.id,
+                                               req->h.worker, req->now),
+                   "COOKIE carries the source's cookie");
+      continue;
+    }
     ORACLE_CHECK(*this, !proto::IsRequest(e.h.op) || e.h.op == Op::kLeave, op + " is a reply op");
     ORACLE_CHECK(*this, ((e.h.flags & proto::flags::kSaturated) != 0) == t.saturated,
                  op + ": SATURATED flag is the job's state");

@@ -216,7 +216,7 @@ class Run {
                    std::string(dataplane::DropReasonName(r.reason)).c_str(), out.size());
     }
     const Snapshot after = oracle_.Take();
-    oracle_.AfterPacket(before, after, datagram, src, local, r, out);
+    oracle_.AfterPacket(before, after, datagram, src, local, now_, r, out);
     oracle_.CheckState(before, after);
     return r;
   }
@@ -351,7 +351,18 @@ class Run {
         break;
       }
     }
-    Send(d, SourceOf(slot, worker, m), LocalOf(rank_byte));
+    const ProcessResult r = Send(d, SourceOf(slot, worker, m), LocalOf(rank_byte));
+    // A JOIN answered with a COOKIE is sent again echoing it, as a worker
+    // does (docs/protocol.md, "Return routability"), so ranks get bound.
+    if (a == Action::kJoin && r.reason == dataplane::DropReason::kJoinCookie && Out().size() == 1) {
+      proto::PacketView c;
+      const auto bytes = Out().bytes(0);
+      if (proto::Decode(bytes.data(), bytes.size(), &c) == proto::ParseError::kOk &&
+          c.header.op == Op::kCookie) {
+        d = Build(slot, Op::kJoin, worker, m, c.header.clock, c.header.row, {});
+        Send(d, SourceOf(slot, worker, m), LocalOf(rank_byte));
+      }
+    }
   }
 
   // A well-behaved step: INC every row at the rank's current clock (rank 0

@@ -178,8 +178,8 @@ std::vector<Emitted> Oracle::DecodeAll(const dataplane::Output& out) const {
 
 void Oracle::AfterPacket(const Snapshot& before, const Snapshot& after,
                          std::span<const uint8_t> datagram, const proto::Endpoint& src,
-                         const proto::Endpoint& local, const dataplane::ProcessResult& r,
-                         const dataplane::Output& out) {
+                         const proto::Endpoint& local, dataplane::Timestamp now,
+                         const dataplane::ProcessResult& r, const dataplane::Output& out) {
   const std::vector<Emitted> emitted = DecodeAll(out);
   ORACLE_CHECK(*this, after.g.packets == before.g.packets + 1, "one Process, one packet counted");
   std::vector<uint64_t> globals = Globals(before.g);
@@ -247,7 +247,7 @@ void Oracle::AfterPacket(const Snapshot& before, const Snapshot& after,
   const size_t other = 1 - static_cast<size_t>(slot);
   ORACLE_CHECK(*this, Digest(after.jobs[other], true) == Digest(before.jobs[other], true),
                "a packet of one job changed the other");
-  const Request req{h, src, local, r};
+  const Request req{h, src, local, r, now};
   CheckAuthenticated(static_cast<size_t>(slot), before, after, pkt, req, emitted);
 }
 
@@ -299,7 +299,15 @@ void Oracle::CheckAuthenticated(size_t slot, const Snapshot& before, const Snaps
   // (rank_in_use). LEAVE is served for a rank that is not live.
   DropReason sender = DropReason::kNone;
   bool predicted = true;  // false: sender ok, a later stage decides
-  if (!worker_ok) {
+  // Return routability: a JOIN from anything but the rank's live binding
+  // must echo its source's cookie first (protocol.md).
+  const bool bound_live = worker_ok && jb.t.workers[h.worker].joined &&
+                          jb.t.workers[h.worker].live && jb.t.workers[h.worker].addr == req.src;
+  if (h.op == Op::kJoin && !bound_live &&
+      !dataplane::ValidJoinCookie(kCookieSecret, req.src, h.job, h.worker, req.now,
+                                  proto::cookie::Of(h.clock, h.row))) {
+    sender = DropReason::kJoinCookie;
+  } else if (!worker_ok) {
     sender = DropReason::kBadRank;
   } else if (h.op == Op::kJoin) {
     const dataplane::WorkerTelemetry& w = jb.t.workers[h.worker];
@@ -327,7 +335,9 @@ void Oracle::CheckAuthenticated(size_t slot, const Snapshot& before, const Snaps
                  "membership: expected " + std::string(DropReasonName(sender)) + ", got " +
                      std::string(DropReasonName(r.reason)));
   } else {
-    ORACLE_CHECK(*this, !IsSenderReason(r.reason) && r.reason != DropReason::kRankInUse,
+    ORACLE_CHECK(*this,
+                 !IsSenderReason(r.reason) && r.reason != DropReason::kRankInUse &&
+                     r.reason != DropReason::kJoinCookie,
                  "membership refused a good sender: " + std::string(DropReasonName(r.reason)));
   }
 
@@ -359,8 +369,16 @@ void Oracle::CheckAuthenticated(size_t slot, const Snapshot& before, const Snaps
                      " emitted, " + S(completed) + " rows completed)");
   }
   if (r.verdict == Verdict::kRefused) {
-    ORACLE_CHECK(*this, emitted.size() == 1 && emitted[0].h.op == Op::kError,
-                 "a refused request gets exactly one ERROR");
+    // An unverified source (not the rank's binding, no valid cookie) gets a
+    // COOKIE, no larger than the request; everyone else an ERROR.
+    const bool unverified = r.reason == DropReason::kJoinCookie ||
+                            (h.op != Op::kJoin && (r.reason == DropReason::kBadRank ||
+                                                   r.reason == DropReason::kNotJoined ||
+                                                   r.reason == DropReason::kWrongSource));
+    ORACLE_CHECK(*this,
+                 emitted.size() == 1 && emitted[0].h.op == (unverified ? Op::kCookie : Op::kError),
+                 unverified ? "an unverified source gets exactly one COOKIE"
+                            : "a refused request gets exactly one ERROR");
   }
   if (failed) {
     ORACLE_CHECK(

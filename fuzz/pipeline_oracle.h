@@ -92,9 +92,11 @@ class Oracle {
   void PolicyCancelled(size_t slot, uint32_t epoch);
 
   // After Process(datagram, src) returned `r` and wrote `out`.
+  // `now` is the time Process was given (JOIN cookies depend on it).
   void AfterPacket(const Snapshot& before, const Snapshot& after, std::span<const uint8_t> datagram,
                    const proto::Endpoint& src, const proto::Endpoint& local,
-                   const dataplane::ProcessResult& r, const dataplane::Output& out);
+                   dataplane::Timestamp now, const dataplane::ProcessResult& r,
+                   const dataplane::Output& out);
   // After a control operation on `slot` (SetPolicy, Evict, EvictIfSilent,
   // Finish): no packet counted, only RELEASEs emitted.
   void AfterControl(size_t slot, const Snapshot& before, const Snapshot& after,
@@ -115,7 +117,10 @@ class Oracle {
     proto::Endpoint src;
     proto::Endpoint local;
     dataplane::ProcessResult r;
+    dataplane::Timestamp now = 0;
   };
+  // The pipeline's JOIN cookie secret: the fuzzer's pipeline takes the default.
+  static constexpr dataplane::CookieSecret kCookieSecret{};
   std::vector<Emitted> DecodeAll(const dataplane::Output& out) const;
   void CheckAuthenticated(size_t slot, const Snapshot& before, const Snapshot& after,
                           const proto::PacketView& pkt, const Request& req,

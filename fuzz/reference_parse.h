@@ -15,7 +15,7 @@ inline proto::ParseError ReferenceParse(const uint8_t* d, size_t len) {
   if (len < 24) return proto::ParseError::kTruncated;
   if (d[0] != 0x53 || d[1] != 0x45) return proto::ParseError::kBadMagic;
   if (d[2] != 1) return proto::ParseError::kBadVersion;
-  if (d[3] < 1 || d[3] > 10) return proto::ParseError::kBadOp;
+  if (d[3] < 1 || d[3] > 11) return proto::ParseError::kBadOp;
   const size_t count = (size_t{d[20]} << 8) | d[21];
   if (len != 24 + 4 * count) return proto::ParseError::kLengthMismatch;
   return proto::ParseError::kOk;

@@ -6,7 +6,7 @@
 #
 # Both start the same static jobs through `serene-switch [--target bmv2]` and
 # run, against it:
-#   1. p4/smoke.py: 27 packet-level checks of one SYNC job of two ranks
+#   1. p4/smoke.py: 32 packet-level checks of one SYNC job of two ranks
 #      (JOIN, READ, INC, CLOCK, NACK, RELEASE fan-out, exact reads,
 #      saturation, LEAVE, eviction, rejoin);
 #   1b. p4/golden.py: the same exchange as golden packets, byte for byte
@@ -83,7 +83,12 @@ host, port = sys.argv[1].rsplit(":", 1)
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind((sys.argv[2], 0))
 s.settimeout(2)
-s.sendto(struct.pack(">HBBHHIIIHH", 0x5345, 1, 1, 12, 0, 0x5e4e, 0, 0, 0, 0), (host, int(port)))
+join = struct.Struct(">HBBHHIIIHH")
+s.sendto(join.pack(0x5345, 1, 1, 12, 0, 0x5e4e, 0, 0, 0, 0), (host, int(port)))
+cookie = s.recv(2048)  # return routability (protocol.md): echo the COOKIE's cookie
+assert cookie[3] == 11, "no COOKIE"
+clock, row = join.unpack_from(cookie)[6:8]
+s.sendto(join.pack(0x5345, 1, 1, 12, 0, 0x5e4e, clock, row, 0, 0), (host, int(port)))
 assert s.recv(2048)[3] == 2, "no JOIN_ACK"
 PY
 "${CTL[@]}" telemetry 12 | grep -q "^ *0  yes" || fail "rank 0 of job 12 not live after its JOIN"

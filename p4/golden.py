@@ -7,9 +7,10 @@ switches are held to the same bytes.
   GOLDEN_SWITCH=HOST:PORT GOLDEN_BIND=ADDR golden.py FILE...
 
 The file's endpoints a, b, c are UDP ports 5000, 5001, 5002 on GOLDEN_BIND.
-Lines: `send E HEX` (a datagram from E), `expect E HEX` (E's next reply:
-'.' matches any nibble, a trailing '*' allows a longer reply), `silence E`
-(no reply for E within 0.5 s), `# ...` comments. The job (job 7, see
+Lines: `send E HEX` (a datagram from E; `@cookie` in HEX stands for the 8
+bytes of the cookie of the last COOKIE E received), `expect E HEX` (E's next
+reply: '.' matches any nibble, a trailing '*' allows a longer reply),
+`silence E` (no reply for E within 0.5 s), `# ...` comments. The job (job 7, see
 README.md; or GOLDEN_JOB) must exist on the switch. Exit 1 at the first mismatch.
 """
 import os
@@ -43,6 +44,7 @@ def replay(path):
         s.bind((BIND, p))
         socks[name] = s
     what, n = "", 0
+    cookie = {}  # endpoint -> the last COOKIE's cookie, hex
     try:
         for lineno, line in enumerate(open(path), 1):
             line = line.strip()
@@ -56,6 +58,10 @@ def replay(path):
             s = socks[ep]
             where = f"{os.path.basename(path)}:{lineno} ({what})"
             if kind == "send":
+                if "@cookie" in rest[0]:
+                    if ep not in cookie:
+                        sys.exit(f"FAIL {where}: {ep} echoes a cookie it never got")
+                    rest[0] = rest[0].replace("@cookie", cookie[ep])
                 s.sendto(bytes.fromhex(rest[0]), SWITCH)
             elif kind == "expect":
                 s.settimeout(1.0)
@@ -65,6 +71,8 @@ def replay(path):
                     sys.exit(f"FAIL {where}: no reply for {ep}")
                 if src != SWITCH or not matches(rest[0], data.hex()):
                     sys.exit(f"FAIL {where}: {ep} got\n  {data.hex()}\nwant\n  {rest[0]}")
+                if data[3] == 11:  # COOKIE: its cookie is in clock and row
+                    cookie[ep] = data[12:20].hex()
                 n += 1
             elif kind == "silence":
                 s.settimeout(0.5)

@@ -101,9 +101,13 @@ const bit<8> OP_RELEASE = 7;
 const bit<8> OP_NACK = 8;
 const bit<8> OP_LEAVE = 9;
 const bit<8> OP_ERROR = 10;
+/* The answer to a request from an address the switch cannot vouch for
+ * (docs/protocol.md, "Return routability"): header only, the cookie in
+ * clock and row, the answered op in flags bits 8..15. */
+const bit<8> OP_COOKIE = 11;
 /* Control-port ops ("kicks", docs/p4.md): accepted only on a port the
  * control plane lists in `control_port`; elsewhere they are bad_op like any
- * op outside 1..10. They carry what the data plane must do atomically with
+ * op outside 1..11. They carry what the data plane must do atomically with
  * the barrier: re-evaluate, evict, finish, install a policy. */
 const bit<8> KICK_EVAL = 0x81;
 const bit<8> KICK_EVICT = 0x82;
@@ -150,6 +154,7 @@ const bit<32> D_CLOCK_EARLY = 19;
 const bit<32> D_CLOCK_WAITING = 20;
 const bit<32> D_RANK_IN_USE = 21;
 const bit<32> D_FINISH_NOT_LIVE = 22;
+const bit<32> D_JOIN_COOKIE = 24;  /* 23, source_not_allowed: no allow-list here */
 
 /* Global drops (no job to charge): index into `global_drops`. 1..5 are
  * proto::ParseError (truncated, bad_magic, bad_version, bad_op,
@@ -193,6 +198,7 @@ const bit<8> R_RELEASE = 4;
 const bit<8> R_NACK = 5;
 const bit<8> R_LEAVE = 6;
 const bit<8> R_KICK = 7;
+const bit<8> R_COOKIE = 8;
 
 const bit<32> UNBOUNDED = 0xFFFFFFFF;  /* W or L = infinity; k = all */
 const bit<32> MASK_ALL_BUT_MSB = 0x7FFFFFFF;
@@ -342,6 +348,15 @@ struct meta_t {
   bit<32> mask;                  /* ranks released by this packet */
   RANKS(RANK_META)
 
+  /* Return routability: the JOIN cookie (HalfSipHash-2-4 state, secret,
+   * time bucket, the cookie of this bucket, and whether the JOIN's is valid). */
+  bit<32> s0; bit<32> s1; bit<32> s2; bit<32> s3;
+  bit<32> k0; bit<32> k1;
+  bit<32> bucket;
+  bit<32> ck_hi; bit<32> ck_lo;
+  bit<32> cookie_hi; bit<32> cookie_lo;
+  bit<1> cookie_ok;
+
   /* Reply. */
   bit<8> reply;
   bit<32> code;
@@ -468,6 +483,11 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
   register<bit<32>>(SERENE_JOB_SLOTS * 2) bank_lag;
   register<bit<32>>(SERENE_JOB_SLOTS * 2) bank_epoch;
 
+  /* The JOIN cookie's secret (docs/protocol.md, "Return routability"): the
+   * two 32-bit words of a HalfSipHash-2-4 key, drawn and written by the
+   * control back end when it creates its first job (bmv2_target.cc). */
+  register<bit<32>>(2) cookie_secret;
+
   /* Counters the control plane reads (counter_read). */
   counter(32, CounterType.packets) global_drops;
   counter(SERENE_JOB_SLOTS * 32, CounterType.packets) job_drops;
@@ -560,7 +580,53 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
     m.reply = R_ERROR;
     m.code = code;
   }
+  /* Answered with a COOKIE (the source is not verified): counted by reason. */
+  action challenge(in bit<32> reason) {
+    job_drops.count(m.slot * 32 + reason);
+    m.reply = R_COOKIE;
+  }
   action job_event(in bit<32> e) { job_events.count(m.slot * 16 + e); }
+
+  /* HalfSipHash-2-4 (Aumasson, Bernstein) with 64-bit output, on 32-bit
+   * ALU operations: the JOIN cookie, a keyed hash under cookie_secret of the
+   * request's source address and port, job, rank and time bucket. Not the
+   * v1model hash extern: its algorithms (CRC, checksums) are linear, so a
+   * key holder who received one cookie could compute any other source's —
+   * the reflection the cookie is there to stop. The software switch uses
+   * SipHash-2-4 (dataplane/join_cookie.cc); each switch checks only its own
+   * cookies, which are opaque to workers. */
+#define ROTL32(x, b) (((x) << (b)) | ((x) >> (32 - (b))))
+  action hsip_round() {
+    m.s0 = m.s0 + m.s1; m.s1 = ROTL32(m.s1, 5); m.s1 = m.s1 ^ m.s0; m.s0 = ROTL32(m.s0, 16);
+    m.s2 = m.s2 + m.s3; m.s3 = ROTL32(m.s3, 8); m.s3 = m.s3 ^ m.s2;
+    m.s0 = m.s0 + m.s3; m.s3 = ROTL32(m.s3, 7); m.s3 = m.s3 ^ m.s0;
+    m.s2 = m.s2 + m.s1; m.s1 = ROTL32(m.s1, 13); m.s1 = m.s1 ^ m.s2; m.s2 = ROTL32(m.s2, 16);
+  }
+  action hsip_word(in bit<32> w) {
+    m.s3 = m.s3 ^ w;
+    hsip_round();
+    hsip_round();
+    m.s0 = m.s0 ^ w;
+  }
+  /* The cookie of this request's source, job and rank in `bucket`, into
+   * m.ck_hi (the reply's clock) and m.ck_lo (its row). */
+  action join_cookie(in bit<32> bucket) {
+    m.s0 = m.k0;
+    m.s1 = m.k1 ^ 0xee;
+    m.s2 = m.k0 ^ 0x6c796765;
+    m.s3 = m.k1 ^ 0x74656462;
+    hsip_word(hdr.ipv4.src);
+    hsip_word(hdr.udp.src_port ++ hdr.se.job);
+    hsip_word(hdr.se.worker ++ 16w0);
+    hsip_word(bucket);
+    hsip_word(32w16 << 24);  /* the final block: 16 bytes of message */
+    m.s2 = m.s2 ^ 0xee;
+    hsip_round(); hsip_round(); hsip_round(); hsip_round();
+    m.ck_hi = m.s1 ^ m.s3;
+    m.s1 = m.s1 ^ 0xdd;
+    hsip_round(); hsip_round(); hsip_round(); hsip_round();
+    m.ck_lo = m.s1 ^ m.s3;
+  }
   action rank_event(in bit<32> e) { rank_events.count(m.rk * 16 + e); }
 
   /* a + b clamped to the int32 range (dataplane/row_ops.cc AddSat):
@@ -725,12 +791,11 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
     } \
   }
 
-/* The sender's refusal (requests.cc SenderError). */
+/* The sender's refusal (requests.cc SenderOk): a COOKIE to a source that is
+ * not the rank's bound address, ERROR evicted to the bound address. */
 #define REFUSE_SENDER \
-  if (m.sender == D_BAD_RANK) { refuse(D_BAD_RANK, E_BAD_RANK); } \
-  else if (m.sender == D_NOT_JOINED) { refuse(D_NOT_JOINED, E_NOT_JOINED); } \
-  else if (m.sender == D_WRONG_SOURCE) { refuse(D_WRONG_SOURCE, E_WRONG_SOURCE); } \
-  else { refuse(D_EVICTED, E_EVICTED); }
+  if (m.sender == D_EVICTED) { refuse(D_EVICTED, E_EVICTED); } \
+  else { challenge(m.sender); }
 
 #define FAN_PICK(i) \
   if (m.t == (32w1 << i)) { m.fr = i; }
@@ -791,7 +856,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
       }
       bit<1> kick = 0;
       if (m.from_control == 1 && hdr.se.op >= KICK_EVAL && hdr.se.op <= KICK_POLICY) { kick = 1; }
-      if (kick == 0 && (hdr.se.op < 1 || hdr.se.op > 10)) {
+      if (kick == 0 && (hdr.se.op < 1 || hdr.se.op > 11)) {
         drop_global(G_BAD_OP);
         return;
       }
@@ -962,9 +1027,33 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
         }
       }
 
+      /* ---- Return routability (protocol.md): a source that is not the
+       * rank's live binding gets at most a COOKIE of this time bucket
+       * (2^22 µs); a JOIN from it is served only with the cookie of this
+       * bucket or the previous one. ---- */
+      m.cookie_ok = 0;
+      if (m.sender != 0) {
+        cookie_secret.read(m.k0, 0);
+        cookie_secret.read(m.k1, 1);
+        m.bucket = (bit<32>)(sm.ingress_global_timestamp >> 22);
+        join_cookie(m.bucket);
+        m.cookie_hi = m.ck_hi;
+        m.cookie_lo = m.ck_lo;
+        if (hdr.se.op == OP_JOIN) {
+          if (hdr.se.clock == m.ck_hi && hdr.se.row == m.ck_lo) {
+            m.cookie_ok = 1;
+          } else {
+            join_cookie(m.bucket - 1);
+            if (hdr.se.clock == m.ck_hi && hdr.se.row == m.ck_lo) { m.cookie_ok = 1; }
+          }
+        }
+      }
+
       if (hdr.se.op == OP_JOIN) {
         /* ---- JOIN ---- */
-        if (m.sender == D_BAD_RANK) {
+        if (m.sender != 0 && m.cookie_ok == 0) {
+          challenge(D_JOIN_COOKIE);
+        } else if (m.sender == D_BAD_RANK) {
           refuse(D_BAD_RANK, E_BAD_RANK);
         } else if (hdr.se.count != 0) {
           refuse(D_BAD_COUNT, E_BAD_COUNT);
@@ -1249,6 +1338,8 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
         if ((bit<32>)hdr.se.worker < m.workers) { rank_event(V_ERRORS); }
       } else if (m.reply == R_JOIN_ACK) {
         m.nout = 10;
+      } else if (m.reply == R_COOKIE) {
+        m.nout = 0;
       } else if (m.reply == R_RELEASE) {
         m.nout = 3;
       } else if (m.reply == R_NACK) {
@@ -1299,6 +1390,12 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
         hdr.v[8].x = m.scale_log2;
         hdr.v[9].setValid();
         hdr.v[9].x = m.incarnation;
+      } else if (m.reply == R_COOKIE) {
+        /* Header only, the request's size or less; no job flags. */
+        m.xflags = ((bit<16>)hdr.se.op) << 8;
+        hdr.se.op = OP_COOKIE;
+        hdr.se.clock = m.cookie_hi;
+        hdr.se.row = m.cookie_lo;
       } else if (m.reply == R_READ_REPLY) {
         hdr.se.op = OP_READ_REPLY;
       } else if (m.reply == R_RELEASE) {
@@ -1330,8 +1427,10 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
         hdr.v[2].x = m.v2;
       }
       hdr.se.flags = m.xflags;
-      if (m.saturated == 1) { hdr.se.flags = hdr.se.flags | F_SATURATED; }
-      if (m.finished == 1) { hdr.se.flags = hdr.se.flags | F_FINISHED; }
+      if (m.reply != R_COOKIE) {
+        if (m.saturated == 1) { hdr.se.flags = hdr.se.flags | F_SATURATED; }
+        if (m.finished == 1) { hdr.se.flags = hdr.se.flags | F_FINISHED; }
+      }
       swap_addresses();
       set_lengths();
       if (m.big == 1) {

@@ -26,7 +26,7 @@ BIND = os.environ.get("SMOKE_BIND", "10.77.0.2")
 INCARNATION = os.environ.get("SMOKE_INCARNATION", "0x1234567")
 JOB, KEY = 7, 0x5E7E7E01
 NONE = 0xFFFFFFFF
-JOIN, JOIN_ACK, READ, READ_REPLY, INC, CLOCK, RELEASE, NACK, LEAVE, ERROR = range(1, 11)
+JOIN, JOIN_ACK, READ, READ_REPLY, INC, CLOCK, RELEASE, NACK, LEAVE, ERROR, COOKIE = range(1, 12)
 F_SATURATED, F_EVICTED, F_FINISHED, F_WAITING, F_EXACT = 2, 4, 8, 16, 32
 HDR = struct.Struct(">HBBHHIIIHH")
 
@@ -64,9 +64,12 @@ NAMES = {}
 
 
 class Sock(socket.socket):
-    def sendto(self, data, addr):
+    def sendto(self, data, addr, cookie=False):
         if RECORD:
-            RECORD.write(f"send {NAMES[self]} {data.hex()}\n")
+            h = data.hex()
+            if cookie:  # the JOIN echoes the last COOKIE's cookie (clock and row)
+                h = h[:24] + "@cookie" + h[40:]
+            RECORD.write(f"send {NAMES[self]} {h}\n")
         return super().sendto(data, addr)
 
 
@@ -77,6 +80,8 @@ def record_reply(s, what, data, want):
     got = unpack(data)
     if got["op"] == JOIN_ACK:  # the incarnation is each switch's own draw
         h = h[:48 + 9 * 8] + "." * 8 + h[48 + 10 * 8:]
+    if got["op"] == COOKIE or (got["op"] == ERROR and got["values"][1:2] == [JOIN]):
+        h = h[:24] + "." * 16 + h[40:]  # the cookie (echoed by an ERROR): secret and time
     if "values_prefix" in want and got["op"] != JOIN_ACK:  # only the first values are the contract
         n = len(want["values_prefix"])
         h = h[:40] + "...." + h[44:48 + 8 * n] + "*"
@@ -122,22 +127,28 @@ def silence(s, what, wait=0.5):
     print(f"ok   {what}: no reply")
 
 
+def join(s, rank, what, **want):
+    """JOIN as a worker does (docs/protocol.md, "Return routability"): from an
+    address that is not the rank's live binding the switch answers with a
+    COOKIE, which the second JOIN echoes in its clock and row."""
+    s.sendto(pack(JOIN, rank), SWITCH)
+    c = expect(s, what + ": COOKIE", op=COOKIE, worker=rank, key=KEY, flags=JOIN << 8, values=[])
+    s.sendto(pack(JOIN, rank, clock=c["clock"], row=c["row"]), SWITCH, cookie=True)
+    return expect(s, what, **want)
+
+
 a, b, c = sock(5000), sock(5001), sock(5002)
 row0 = list(range(1, 65))
 row1 = [1000 + i for i in range(36)]
 
-a.sendto(pack(JOIN, 0), SWITCH)
-ack = expect(a, "JOIN rank 0", op=JOIN_ACK, worker=0, clock=NONE, key=KEY, flags=0,
-             values_prefix=[2, 100, 64, NONE, NONE, NONE, 0, 2, 24])
+ack = join(a, 0, "JOIN rank 0", op=JOIN_ACK, worker=0, clock=NONE, key=KEY, flags=0,
+           values_prefix=[2, 100, 64, NONE, NONE, NONE, 0, 2, 24])
 if INCARNATION != "any" and ack["values"][9] != int(INCARNATION, 0):
     print(f"FAIL incarnation {ack['values'][9]:#x}, want {INCARNATION}")
     sys.exit(1)
-b.sendto(pack(JOIN, 1), SWITCH)
-expect(b, "JOIN rank 1", op=JOIN_ACK, worker=1, clock=NONE, flags=0)
-c.sendto(pack(JOIN, 1), SWITCH)
-expect(c, "JOIN rank 1 from another port", op=ERROR, values=[11, JOIN])
-b.sendto(pack(JOIN, 5), SWITCH)
-expect(b, "JOIN rank 5 of 2", op=ERROR, worker=5, values=[1, JOIN])
+join(b, 1, "JOIN rank 1", op=JOIN_ACK, worker=1, clock=NONE, flags=0)
+join(c, 1, "JOIN rank 1 from another port", op=ERROR, values=[11, JOIN])
+join(b, 5, "JOIN rank 5 of 2", op=ERROR, worker=5, values=[1, JOIN])
 b.sendto(pack(JOIN, 1, key=KEY ^ 1), SWITCH)
 silence(b, "JOIN with a wrong key")
 a.sendto(pack(READ, 0, clock=0, row=0), SWITCH)
@@ -205,7 +216,6 @@ expect(b, "READ after LEAVE -> evicted", op=ERROR, flags=F_SATURATED | F_FINISHE
 a.sendto(pack(CLOCK, 0, clock=2, row=0), SWITCH)
 expect(a, "CLOCK(2) of rank 0 in a finished job -> RELEASE", op=RELEASE, clock=2,
        flags=F_SATURATED | F_FINISHED)
-c.sendto(pack(JOIN, 1), SWITCH)
-expect(c, "JOIN rank 1 from a new port after it left", op=JOIN_ACK, worker=1, clock=2,
-       flags=F_SATURATED | F_FINISHED)
+join(c, 1, "JOIN rank 1 from a new port after it left", op=JOIN_ACK, worker=1, clock=2,
+     flags=F_SATURATED | F_FINISHED)
 print(f"smoke: {checks} checks passed")

@@ -16,6 +16,7 @@ std::string_view OpName(Op op) {
     case Op::kNack: return "NACK";
     case Op::kLeave: return "LEAVE";
     case Op::kError: return "ERROR";
+    case Op::kCookie: return "COOKIE";
   }
   return "UNKNOWN";
 }

@@ -58,9 +58,13 @@ enum class Op : uint8_t {
   kNack = 8,
   kLeave = 9,
   kError = 10,
+  // The switch's answer to a request from an address it cannot vouch for
+  // (docs/protocol.md, "Return routability"): header only, the cookie in
+  // clock and row, the answered request's op in flags bits 8..15.
+  kCookie = 11,
 };
 inline constexpr uint8_t kMinOp = 1;
-inline constexpr uint8_t kMaxOp = 10;
+inline constexpr uint8_t kMaxOp = 11;
 
 // True for ops a worker sends (the switch only accepts these).
 constexpr bool IsRequest(Op op) {
@@ -109,6 +113,19 @@ enum class ErrorCode : int32_t {
 };
 
 std::string_view ErrorName(ErrorCode code);
+
+// The 64-bit JOIN cookie (docs/protocol.md, "Return routability") travels in
+// a COOKIE's and a JOIN's header: its high 32 bits in `clock`, its low 32
+// bits in `row`. 0 = none.
+namespace cookie {
+constexpr uint32_t High(uint64_t c) { return static_cast<uint32_t>(c >> 32); }
+constexpr uint32_t Low(uint64_t c) { return static_cast<uint32_t>(c); }
+constexpr uint64_t Of(uint32_t clock, uint32_t row) { return uint64_t{clock} << 32 | row; }
+// A COOKIE's flags: bits 8..15 hold the op of the request it answers, bits
+// 0..7 are 0 (it carries no job flags).
+constexpr uint16_t FlagsFor(Op answered) { return static_cast<uint16_t>(static_cast<uint16_t>(answered) << 8); }
+constexpr Op AnsweredOp(uint16_t flags) { return static_cast<Op>(flags >> 8); }
+}  // namespace cookie
 
 // "No clock": `done` of a worker that completed nothing. Clock arithmetic is
 // modulo 2^32, so kNoClock is the clock before 0.

@@ -56,6 +56,10 @@ void SimRank::SendRequest(Op op, uint32_t clock, uint32_t row, uint16_t flags,
   h.key = o_.key;
   h.clock = clock;
   h.row = row;
+  if (op == Op::kJoin) {  // every JOIN echoes the last COOKIE's cookie
+    h.clock = proto::cookie::High(cookie_);
+    h.row = proto::cookie::Low(cookie_);
+  }
   h.count = static_cast<uint16_t>(values.size());
   h.flags = flags;
   const size_t n = proto::Encode(h, values, packet_.data());
@@ -136,6 +140,16 @@ void SimRank::OnPacket(std::span<const uint8_t> datagram) {
       return OnNack(p);
     case Op::kReadReply:
       return OnReadReply(p);
+    case Op::kCookie:
+      // Return routability (docs/protocol.md): the JOIN is served once it
+      // echoes the cookie, as the client library does.
+      if (proto::cookie::AnsweredOp(p.header.flags) == Op::kJoin &&
+          (phase_ == Phase::kJoin || phase_ == Phase::kRejoin) &&
+          cookie_ != proto::cookie::Of(p.header.clock, p.header.row)) {
+        cookie_ = proto::cookie::Of(p.header.clock, p.header.row);
+        SendRequest(Op::kJoin, 0, 0, 0);
+      }
+      return;
     case Op::kLeave:
       if (phase_ == Phase::kLeaving) {
         phase_ = Phase::kDone;

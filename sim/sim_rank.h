@@ -144,6 +144,7 @@ class SimRank {
   uint32_t rows_sent_ = 0;
   uint64_t timer_generation_ = 0;
   SimTime backoff_ = 0;
+  uint64_t cookie_ = 0;  // the last COOKIE's, echoed by every JOIN
 
   std::vector<int32_t> pulled_;  // empty for timing-only work
   std::vector<int32_t> update_;

@@ -49,6 +49,50 @@ std::unique_ptr<Client> Joined(
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// Return routability (protocol.md): a switch answers a JOIN from an address
+// it cannot vouch for with a COOKIE; the client JOINs again at once echoing
+// it, and again when the cookie it echoed has expired (a new one comes).
+TEST(ClientLoop, AJoinEchoesTheCookieThatAnsweredIt) {
+  std::atomic<uint32_t> cookie{0x1234};
+  FakeSwitch sw(2, 10, 5, [&](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op != Op::kJoin) return;
+    const uint32_t want = cookie.load();
+    if (r.header.clock == want && r.header.row == ~want) {
+      if (want < 0x1236) {  // "expired" twice: a fresh cookie
+        cookie.store(want + 1);
+        reply.Send(r, Op::kCookie, want + 1, ~(want + 1), proto::cookie::FlagsFor(Op::kJoin), {});
+        return;
+      }
+      reply.JoinAck(r, proto::kNoClock, kIncarnation);
+      return;
+    }
+    reply.Send(r, Op::kCookie, want, ~want, proto::cookie::FlagsFor(Op::kJoin), {});
+  });
+  auto c = Client::Connect(Options(sw, 1));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const auto start = Clock::now();
+  auto info = (*c)->Join();
+  ASSERT_TRUE(info.ok()) << info.status().message();
+  EXPECT_LT(Clock::now() - start, std::chrono::milliseconds(500)) << "no retransmission timer";
+  EXPECT_EQ(sw.Count(Op::kJoin), 4u) << "the first JOIN, then one per cookie";
+}
+
+// A COOKIE that keeps coming back unchanged for the JOIN that echoed it (a
+// switch that never takes it) does not make the client ping-pong: it JOINs
+// again only on its timer, and fails at the deadline.
+TEST(ClientLoop, AnUnchangedCookieIsNotEchoedInALoop) {
+  FakeSwitch sw(2, 10, 5, [](const FakeSwitch::Request& r, FakeSwitch::Replier& reply) {
+    if (r.header.op == Op::kJoin) {
+      reply.Send(r, Op::kCookie, 7, 9, proto::cookie::FlagsFor(Op::kJoin), {});
+    }
+  });
+  auto c = Client::Connect(Options(sw, 1, std::chrono::milliseconds(600)));
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  auto info = (*c)->Join();
+  EXPECT_FALSE(info.ok());
+  EXPECT_LT(sw.Count(Op::kJoin), 40u) << "JOINs only on the retransmission timer";
+}
+
 TEST(ClientLoop, AnErrorForALateReadIsNotARefusalOfTheClock) {
   // The rank is in clock 5. While it waits after CLOCK(5), a late READ of
   // clock 5 is refused as bad_clock: that ERROR names READ, not CLOCK.

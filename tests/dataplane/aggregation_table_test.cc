@@ -216,8 +216,16 @@ TEST(AggregationTable, JobsAreIsolated) {
     out.Clear();
     return p.Process(d, WorkerAddr(0), 1, &out);
   };
-  send(PacketBuilder(Op::kJoin, 1, 0, 111));
-  send(PacketBuilder(Op::kJoin, 2, 0, 222));
+  // JOIN, answered with a COOKIE, then JOIN with the cookie.
+  auto join = [&](uint16_t job, uint32_t key) {
+    send(PacketBuilder(Op::kJoin, job, 0, key));
+    auto c = Harness::Decoded(out).at(0).header;
+    ASSERT_EQ(c.op, Op::kCookie);
+    send(PacketBuilder(Op::kJoin, job, 0, key).Clock(c.clock).Row(c.row));
+    ASSERT_EQ(Harness::Decoded(out).at(0).header.op, Op::kJoinAck);
+  };
+  join(1, 111);
+  join(2, 222);
   send(PacketBuilder(Op::kInc, 1, 0, 111).Values({7, 7, 7, 7}));
   send(PacketBuilder(Op::kInc, 2, 0, 222).Values({9, 9, 9, 9}));
   // Job 1's key does not open job 2.

@@ -77,6 +77,15 @@ std::vector<Emitted> Harness::Decoded(const dataplane::Output& out) {
   return emitted;
 }
 
+std::vector<Emitted> Harness::JoinFrom(uint16_t w, const proto::Endpoint& src,
+                                       dataplane::ProcessResult* result,
+                                       const proto::Endpoint& local) {
+  auto e = SendRaw(Req(proto::Op::kJoin, w).Build(), src, local, result);
+  if (e.size() != 1 || e[0].header.op != proto::Op::kCookie) return e;
+  return SendRaw(Req(proto::Op::kJoin, w).Clock(e[0].header.clock).Row(e[0].header.row).Build(),
+                 src, local, result);
+}
+
 dataplane::ProcessResult Harness::Inc(uint16_t w, uint32_t clock, uint32_t row,
                                       std::vector<int32_t> v) {
   dataplane::ProcessResult r;

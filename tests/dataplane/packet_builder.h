@@ -80,7 +80,13 @@ class Harness {
     return PacketBuilder(op, job_, worker, key_);
   }
 
-  std::vector<Emitted> Join(uint16_t w) { return Send(Req(proto::Op::kJoin, w), w); }
+  // JOIN of rank w from `src` as a worker sends it: a COOKIE answering it is
+  // echoed in a second JOIN (docs/protocol.md, "Return routability").
+  // Returns what the last JOIN emitted.
+  std::vector<Emitted> JoinFrom(uint16_t w, const proto::Endpoint& src,
+                                dataplane::ProcessResult* result = nullptr,
+                                const proto::Endpoint& local = {});
+  std::vector<Emitted> Join(uint16_t w) { return JoinFrom(w, WorkerAddr(w)); }
   void JoinAll(uint32_t n) { for (uint32_t w = 0; w < n; ++w) Join(static_cast<uint16_t>(w)); }
   dataplane::ProcessResult Inc(uint16_t w, uint32_t clock, uint32_t row, std::vector<int32_t> v);
   std::vector<Emitted> Clock(uint16_t w, uint32_t clock, uint32_t rows,

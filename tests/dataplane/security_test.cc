@@ -6,6 +6,9 @@
 // reached).
 #include <gtest/gtest.h>
 
+#include <iostream>
+
+#include "dataplane/join_cookie.h"
 #include "packet_builder.h"
 
 namespace serene::testing {
@@ -48,7 +51,7 @@ TEST(RankBinding, ALiveRankCannotBeTakenOverFromAnotherAddress) {
   const proto::Endpoint intruder = WorkerAddr(0, 50000);
 
   dataplane::ProcessResult r;
-  auto e = h.SendRaw(h.Req(Op::kJoin, 0).Build(), intruder, &r);
+  auto e = h.JoinFrom(0, intruder, &r);
   EXPECT_EQ(r.verdict, Verdict::kRefused);
   EXPECT_EQ(r.reason, DropReason::kRankInUse);
   ASSERT_EQ(e.size(), 1u);
@@ -82,13 +85,13 @@ TEST(RankBinding, ARefusedJoinDoesNotKeepADeadBindingAlive) {
   for (int i = 0; i < 5; ++i) {
     h.now += 400;
     dataplane::ProcessResult r;
-    h.SendRaw(h.Req(Op::kJoin, 0).Build(), restarted, &r);
+    h.JoinFrom(0, restarted, &r);
     EXPECT_EQ(r.reason, DropReason::kRankInUse);
   }
   auto evicted = h.pipeline().EvictIfSilent(1, 0, /*silent_ns=*/2000, h.now, &out);
   ASSERT_TRUE(evicted.ok());
   EXPECT_TRUE(*evicted) << "silent since its last own packet, 2000 ns ago";
-  auto ack = h.SendRaw(h.Req(Op::kJoin, 0).Build(), restarted);
+  auto ack = h.JoinFrom(0, restarted);
   ASSERT_EQ(OfOp(ack, Op::kJoinAck).size(), 1u);
   EXPECT_EQ(OfOp(ack, Op::kJoinAck)[0].dst, restarted);
   EXPECT_EQ(h.Telemetry().workers[0].addr, restarted);
@@ -101,7 +104,7 @@ TEST(RankBinding, ARankThatLeftMayJoinFromAnotherAddress) {
   h.JoinAll(2);
   auto bye = h.Send(h.Req(Op::kLeave, 1), 1);
   ASSERT_EQ(OfOp(bye, Op::kLeave).size(), 1u);
-  auto ack = h.SendRaw(h.Req(Op::kJoin, 1).Build(), WorkerAddr(1, 50000));
+  auto ack = h.JoinFrom(1, WorkerAddr(1, 50000));
   ASSERT_EQ(OfOp(ack, Op::kJoinAck).size(), 1u);
   dataplane::ProcessResult r;
   h.Send(h.Req(Op::kRead, 1).Clock(0).Row(0), 1, &r);
@@ -120,6 +123,117 @@ TEST(RankBinding, AJoinFromTheBoundAddressIsIdempotent) {
   auto t = h.Telemetry();
   EXPECT_EQ(t.workers[0].counters.joins, 2u);
   EXPECT_EQ(t.counters.drops[static_cast<size_t>(DropReason::kRankInUse)], 0u);
+}
+
+// --- Return routability (docs/protocol.md): no reflection ---
+
+// A key holder forges a victim's address: JOINs of a rank that never joined
+// and of a live one, JOINs with guessed cookies, READs, CLOCKs, LEAVEs and
+// INCs. The victim gets at most one 24-byte COOKIE per request — never more
+// bytes than the forger sent — and no rank is bound to it.
+TEST(Reflection, AnUnboundSourceGetsNoMoreBytesThanItSent) {
+  Harness h;
+  h.CreateJob(TestJob(3, BarrierParams::Sync(), 3 * 256, 256));  // READ_REPLY: 1048 bytes
+  h.JoinAll(2);                                                  // rank 2 never joins
+  h.Seed(std::vector<int32_t>(3 * 256, 1));
+  const proto::Endpoint victim = V4(192, 0, 2, 1, 9);
+  const uint64_t cookie_drops_before =
+      h.Telemetry().counters.drops[static_cast<size_t>(DropReason::kJoinCookie)];
+  std::vector<std::vector<uint8_t>> forged;
+  for (uint16_t w : {0, 1, 2}) {
+    forged.push_back(h.Req(Op::kJoin, w).Build());
+    for (uint32_t guess : {1u, 0xDEADBEEFu}) {
+      forged.push_back(h.Req(Op::kJoin, w).Clock(guess).Row(guess * 7).Build());
+    }
+    forged.push_back(h.Req(Op::kRead, w).Clock(1).Row(0).Flags(proto::flags::kGroup).Build());
+    forged.push_back(h.Req(Op::kClock, w).Clock(1).Row(3).Build());
+    forged.push_back(h.Req(Op::kLeave, w).Flags(proto::flags::kFinished).Build());
+    forged.push_back(h.Req(Op::kInc, w).Clock(1).Row(0).Values(std::vector<int32_t>(256, 5)).Build());
+  }
+  uint64_t sent_bytes = 0, got_bytes = 0, got_packets = 0;
+  for (int round = 0; round < 10; ++round) {
+    for (const auto& d : forged) {
+      sent_bytes += d.size();
+      for (const Emitted& e : h.SendRaw(d, victim)) {
+        ASSERT_EQ(e.dst, victim);
+        EXPECT_EQ(e.header.op, Op::kCookie);
+        got_bytes += proto::PacketSize(e.values.size());
+        ++got_packets;
+      }
+    }
+  }
+  const double amplification = static_cast<double>(got_bytes) / static_cast<double>(sent_bytes);
+  std::cout << "amplification toward an unbound source: " << got_bytes << " / " << sent_bytes
+            << " bytes = " << amplification << ", " << got_packets << " packets for "
+            << 10 * forged.size() << " requests\n";
+  EXPECT_LE(amplification, 1.0);
+  EXPECT_LE(got_packets, 10 * forged.size());
+  auto t = h.Telemetry();
+  for (const auto& w : t.workers) {
+    EXPECT_FALSE(w.addr == victim) << "rank " << w.rank << " bound to the victim";
+    EXPECT_EQ(w.counters.reads, 0u);
+  }
+  EXPECT_FALSE(t.workers[2].joined);
+  EXPECT_FALSE(t.finished);
+  EXPECT_EQ(t.counters.drops[static_cast<size_t>(DropReason::kJoinCookie)] - cookie_drops_before,
+            10u * 9);
+}
+
+// The cookie is SipHash-2-4: the reference implementation's test vectors
+// (key 00..0f, messages 00..n-1).
+TEST(Reflection, TheCookieHashIsSipHash24) {
+  const dataplane::CookieSecret key{0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull};
+  std::vector<uint8_t> m(64);
+  for (size_t i = 0; i < m.size(); ++i) m[i] = static_cast<uint8_t>(i);
+  auto sip = [&](size_t n) { return dataplane::SipHash24(key, std::span(m.data(), n)); };
+  EXPECT_EQ(sip(0), 0x726fdb47dd0e0e31ull);
+  EXPECT_EQ(sip(8), 0x93f5f5799a932462ull);
+  EXPECT_EQ(sip(15), 0xa129ca6149be45e5ull);
+}
+
+// The cookie proves the source receives: echoed from the address it was sent
+// to (within its time bucket or the next) it binds; from another address, for
+// another rank, or two buckets later it is answered with a fresh COOKIE.
+TEST(Reflection, ACookieBindsOnlyItsAddressRankAndTime) {
+  Harness h;
+  h.CreateJob(Job(3));
+  const proto::Endpoint a = WorkerAddr(0), b = WorkerAddr(0, 50000);
+  auto c = h.SendRaw(h.Req(Op::kJoin, 0).Build(), a);
+  ASSERT_EQ(c.size(), 1u);
+  ASSERT_EQ(c[0].header.op, Op::kCookie);
+  EXPECT_EQ(c[0].header.flags, proto::cookie::FlagsFor(Op::kJoin));
+  auto with_cookie = [&](uint16_t w) {
+    return h.Req(Op::kJoin, w).Clock(c[0].header.clock).Row(c[0].header.row).Build();
+  };
+  dataplane::ProcessResult r;
+  EXPECT_EQ(h.SendRaw(with_cookie(0), b, &r).at(0).header.op, Op::kCookie);
+  EXPECT_EQ(r.reason, DropReason::kJoinCookie);
+  EXPECT_EQ(h.SendRaw(with_cookie(1), a, &r).at(0).header.op, Op::kCookie);
+  const dataplane::Timestamp start = h.now;
+  h.now = start + (uint64_t{1} << dataplane::kCookieBucketShift);  // the next bucket: still valid
+  auto ack = h.SendRaw(with_cookie(0), a, &r);
+  ASSERT_EQ(ack.size(), 1u);
+  EXPECT_EQ(ack[0].header.op, Op::kJoinAck);
+  EXPECT_EQ(h.Telemetry().workers[0].addr, a);
+  // Bound and live: a JOIN from its address needs no cookie.
+  EXPECT_EQ(h.SendRaw(h.Req(Op::kJoin, 0).Build(), a).at(0).header.op, Op::kJoinAck);
+  // Two buckets later the cookie is stale: rank 2 cannot use a's old one.
+  auto c2 = h.SendRaw(h.Req(Op::kJoin, 2).Build(), a);
+  h.now = start + (uint64_t{3} << dataplane::kCookieBucketShift);
+  EXPECT_EQ(h.SendRaw(h.Req(Op::kJoin, 2).Clock(c2.at(0).header.clock).Row(c2.at(0).header.row).Build(),
+                      a, &r)
+                .at(0)
+                .header.op,
+            Op::kCookie);
+  EXPECT_EQ(r.reason, DropReason::kJoinCookie);
+  // A switch with another secret (a restarted one) takes none of these.
+  dataplane::Pipeline other(0, dataplane::CookieSecret{1, 2});
+  JobConfig same = Job(3);
+  same.key = h.key();
+  ASSERT_TRUE(other.CreateJob(same).ok());
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  other.Process(with_cookie(0), a, start, &out);
+  EXPECT_EQ(Harness::Decoded(out).at(0).header.op, Op::kCookie);
 }
 
 // --- LEAVE with FINISHED ---
@@ -191,16 +305,16 @@ TEST(AllowList, PacketsFromOutsideAreDroppedSilentlyAndCounted) {
   EXPECT_EQ(t.counters.rx_by_op[static_cast<size_t>(Op::kJoin)], 0u)
       << "not counted as an accepted request";
 
-  e = h.SendRaw(h.Req(Op::kJoin, 0).Build(), V4(10, 1, 2, 3), &r);
+  e = h.JoinFrom(0, V4(10, 1, 2, 3), &r);
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e[0].header.op, Op::kJoinAck);
-  e = h.SendRaw(h.Req(Op::kJoin, 1).Build(), V6({0xfd, 0x00, 0, 7}), &r);
+  e = h.JoinFrom(1, V6({0xfd, 0x00, 0, 7}), &r);
   ASSERT_EQ(e.size(), 1u);
   EXPECT_EQ(e[0].header.op, Op::kJoinAck);
-  e = h.SendRaw(h.Req(Op::kJoin, 2).Build(), V6({0xfc, 0x00}), &r);
+  e = h.JoinFrom(2, V6({0xfc, 0x00}), &r);
   EXPECT_TRUE(e.empty());
   EXPECT_EQ(r.reason, DropReason::kSourceNotAllowed);
-  e = h.SendRaw(h.Req(Op::kJoin, 2).Build(), V4(11, 0, 0, 1), &r);
+  e = h.JoinFrom(2, V4(11, 0, 0, 1), &r);
   EXPECT_TRUE(e.empty());
   EXPECT_EQ(r.verdict, Verdict::kDropped);
   EXPECT_EQ(r.reason, DropReason::kSourceNotAllowed);
@@ -221,12 +335,12 @@ TEST(AllowList, AStrangerOutsideTheListCannotTouchABoundRank) {
   Harness h;
   h.CreateJob(AllowedJob("10.0.0.0/24"));
   const proto::Endpoint rank0 = V4(10, 0, 0, 9);
-  ASSERT_EQ(h.SendRaw(h.Req(Op::kJoin, 0).Build(), rank0).size(), 1u);
+  ASSERT_EQ(h.JoinFrom(0, rank0).size(), 1u);
   dataplane::Output out = dataplane::Output::ForBatch(1);
   ASSERT_TRUE(h.pipeline().Evict(1, 0, h.now, &out).ok());
   // Even an evicted rank cannot be re-bound from outside, nor the job ended.
   dataplane::ProcessResult r;
-  EXPECT_TRUE(h.SendRaw(h.Req(Op::kJoin, 0).Build(), V4(10, 0, 1, 9), &r).empty());
+  EXPECT_TRUE(h.JoinFrom(0, V4(10, 0, 1, 9), &r).empty());
   EXPECT_EQ(r.reason, DropReason::kSourceNotAllowed);
   EXPECT_TRUE(
       h.SendRaw(h.Req(Op::kLeave, 0).Flags(proto::flags::kFinished).Build(), V4(192, 168, 0, 1), &r)
@@ -239,8 +353,8 @@ TEST(AllowList, AStrangerOutsideTheListCannotTouchABoundRank) {
 TEST(AllowList, EmptyListAdmitsEverySource) {
   Harness h;
   h.CreateJob(Job(2));
-  EXPECT_EQ(h.SendRaw(h.Req(Op::kJoin, 0).Build(), V4(203, 0, 113, 5)).size(), 1u);
-  EXPECT_EQ(h.SendRaw(h.Req(Op::kJoin, 1).Build(), V6({0x20, 0x01, 0x0d, 0xb8})).size(), 1u);
+  EXPECT_EQ(h.JoinFrom(0, V4(203, 0, 113, 5)).size(), 1u);
+  EXPECT_EQ(h.JoinFrom(1, V6({0x20, 0x01, 0x0d, 0xb8})).size(), 1u);
 }
 
 // --- The switch address packets leave from ---
@@ -249,8 +363,8 @@ TEST(SourceAddress, RepliesLeaveFromTheAddressTheRequestReached) {
   Harness h;
   h.CreateJob(Job(2));
   const proto::Endpoint a = SwitchAddr(10, 0, 0, 1), b = SwitchAddr(10, 0, 0, 2);
-  auto ack0 = h.SendRaw(h.Req(Op::kJoin, 0).Build(), WorkerAddr(0), a);
-  auto ack1 = h.SendRaw(h.Req(Op::kJoin, 1).Build(), WorkerAddr(1), b);
+  auto ack0 = h.JoinFrom(0, WorkerAddr(0), nullptr, a);
+  auto ack1 = h.JoinFrom(1, WorkerAddr(1), nullptr, b);
   ASSERT_EQ(ack0.size(), 1u);
   ASSERT_EQ(ack1.size(), 1u);
   EXPECT_EQ(ack0[0].src, a);
@@ -304,9 +418,9 @@ TEST(SourceAddress, ARejoinThroughAnotherAddressMovesTheRanksReleases) {
   Harness h;
   h.CreateJob(Job(2));
   const proto::Endpoint a = SwitchAddr(10, 0, 0, 1), b = SwitchAddr(10, 0, 0, 2);
-  h.SendRaw(h.Req(Op::kJoin, 0).Build(), WorkerAddr(0), a);
-  h.SendRaw(h.Req(Op::kJoin, 1).Build(), WorkerAddr(1), a);
-  auto ack = h.SendRaw(h.Req(Op::kJoin, 0).Build(), WorkerAddr(0), b);
+  h.JoinFrom(0, WorkerAddr(0), nullptr, a);
+  h.JoinFrom(1, WorkerAddr(1), nullptr, a);
+  auto ack = h.JoinFrom(0, WorkerAddr(0), nullptr, b);
   ASSERT_EQ(ack.size(), 1u);
   EXPECT_EQ(ack[0].src, b);
   EXPECT_EQ(h.Telemetry().workers[0].local, b);

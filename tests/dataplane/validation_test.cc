@@ -5,6 +5,7 @@
 #include <functional>
 #include <sstream>
 
+#include "dataplane/join_cookie.h"
 #include "packet_builder.h"
 
 namespace serene::testing {
@@ -43,12 +44,32 @@ struct Fixture {
   Verdict verdict;
   DropReason reason;
   ParseError parse_error;
-  int error_code;  // ERROR reply expected with this code; 0: no reply at all
+  int error_code;  // ERROR reply expected with this code; 0: no reply at all; kCookie: a COOKIE
 };
+
+// A COOKIE, not an ERROR, answers the fixture (docs/protocol.md, "Return routability").
+constexpr int kCookie = -1;
+constexpr dataplane::Timestamp kNow = 1'000'000;  // Harness::now
+
+// The cookie the harness's pipeline (secret {0, 0}) gives rank `worker` of
+// job 1 at WorkerAddr(from_port_rank), `buckets_ago` buckets before now.
+uint64_t CookieFor(uint16_t worker, uint32_t from_port_rank, uint64_t buckets_ago = 0) {
+  return dataplane::JoinCookie({}, WorkerAddr(from_port_rank), 1, worker,
+                               (kNow >> dataplane::kCookieBucketShift) - buckets_ago);
+}
 
 std::vector<uint8_t> Good(Op op, uint16_t worker = 0, uint32_t clock = 1, uint32_t row = 0,
                           std::vector<int32_t> values = {}) {
   return PacketBuilder(op, 1, worker, kKey).Clock(clock).Row(row).Values(std::move(values)).Build();
+}
+
+// A JOIN of `worker` from WorkerAddr(from_port_rank) carrying `cookie`.
+std::vector<uint8_t> CookiedJoin(uint16_t worker, uint64_t cookie, std::vector<int32_t> values = {}) {
+  return PacketBuilder(Op::kJoin, 1, worker, kKey)
+      .Clock(proto::cookie::High(cookie))
+      .Row(proto::cookie::Low(cookie))
+      .Values(std::move(values))
+      .Build();
 }
 
 std::vector<Fixture> Fixtures() {
@@ -64,8 +85,10 @@ std::vector<Fixture> Fixtures() {
        Verdict::kDropped, DropReason::kParse, ParseError::kBadVersion, 0},
       {"op 0", [] { auto d = Good(Op::kRead); d[3] = 0; return d; }, 0, Verdict::kDropped,
        DropReason::kParse, ParseError::kBadOp, 0},
-      {"op 11", [] { auto d = Good(Op::kRead); d[3] = 11; return d; }, 0, Verdict::kDropped,
+      {"op 12", [] { auto d = Good(Op::kRead); d[3] = 12; return d; }, 0, Verdict::kDropped,
        DropReason::kParse, ParseError::kBadOp, 0},
+      {"a COOKIE sent to the switch", [] { return Good(Op::kCookie); }, 0, Verdict::kDropped,
+       DropReason::kNotRequest, ParseError::kOk, 0},
       {"count beyond the datagram",
        [=] { auto d = Good(Op::kInc, 0, 1, 0, row4); d.resize(d.size() - 4); return d; }, 0,
        Verdict::kDropped, DropReason::kParse, ParseError::kLengthMismatch, 0},
@@ -89,12 +112,26 @@ std::vector<Fixture> Fixtures() {
       {"INC from rank >= N", [=] { return Good(Op::kInc, 3, 1, 0, row4); }, 3, Verdict::kDropped,
        DropReason::kBadRank, ParseError::kOk, 0},
       {"CLOCK from rank >= N", [] { return Good(Op::kClock, 200, 1, 0); }, 0, Verdict::kRefused,
-       DropReason::kBadRank, ParseError::kOk, static_cast<int>(ErrorCode::kBadRank)},
-      {"JOIN of rank >= N", [] { return Good(Op::kJoin, 3); }, 3, Verdict::kRefused,
-       DropReason::kBadRank, ParseError::kOk, static_cast<int>(ErrorCode::kBadRank)},
-      {"JOIN carrying values", [] { return Good(Op::kJoin, 1, 0, 0, {5}); }, 9,
-       Verdict::kRefused, DropReason::kBadCount, ParseError::kOk,
+       DropReason::kBadRank, ParseError::kOk, kCookie},
+      {"JOIN of rank >= N without a cookie", [] { return Good(Op::kJoin, 3, 0); }, 3,
+       Verdict::kRefused, DropReason::kJoinCookie, ParseError::kOk, kCookie},
+      {"JOIN of rank >= N with its cookie", [] { return CookiedJoin(3, CookieFor(3, 3)); }, 3,
+       Verdict::kRefused, DropReason::kBadRank, ParseError::kOk,
+       static_cast<int>(ErrorCode::kBadRank)},
+      {"JOIN carrying values, without a cookie", [] { return Good(Op::kJoin, 1, 0, 0, {5}); }, 9,
+       Verdict::kRefused, DropReason::kJoinCookie, ParseError::kOk, kCookie},
+      {"JOIN carrying values, with its cookie", [] { return CookiedJoin(1, CookieFor(1, 9), {5}); },
+       9, Verdict::kRefused, DropReason::kBadCount, ParseError::kOk,
        static_cast<int>(ErrorCode::kBadCount)},
+      {"JOIN of a free rank with the cookie of another address",
+       [] { return CookiedJoin(2, CookieFor(2, 8)); }, 9, Verdict::kRefused,
+       DropReason::kJoinCookie, ParseError::kOk, kCookie},
+      {"JOIN of a free rank with the cookie of another rank",
+       [] { return CookiedJoin(2, CookieFor(1, 9)); }, 9, Verdict::kRefused,
+       DropReason::kJoinCookie, ParseError::kOk, kCookie},
+      {"JOIN of a free rank with a cookie two buckets old",
+       [] { return CookiedJoin(2, CookieFor(2, 9, 2)); }, 9, Verdict::kRefused,
+       DropReason::kJoinCookie, ParseError::kOk, kCookie},
       {"INC row out of range", [] { return Good(Op::kInc, 0, 1, 3, {1, 2}); }, 0,
        Verdict::kDropped, DropReason::kBadRow, ParseError::kOk, 0},
       {"READ row out of range", [] { return Good(Op::kRead, 0, 1, 3); }, 0, Verdict::kRefused,
@@ -108,18 +145,22 @@ std::vector<Fixture> Fixtures() {
        Verdict::kRefused, DropReason::kBadCount, ParseError::kOk,
        static_cast<int>(ErrorCode::kBadCount)},
       {"packet from a rank that never joined", [] { return Good(Op::kRead, 2, 1, 0); }, 2,
-       Verdict::kRefused, DropReason::kNotJoined, ParseError::kOk,
-       static_cast<int>(ErrorCode::kNotJoined)},
+       Verdict::kRefused, DropReason::kNotJoined, ParseError::kOk, kCookie},
       {"INC from another address than the joined one", [=] { return Good(Op::kInc, 0, 1, 0, row4); },
        5, Verdict::kDropped, DropReason::kWrongSource, ParseError::kOk, 0},
       {"READ from another address", [] { return Good(Op::kRead, 0, 1, 0); }, 5, Verdict::kRefused,
-       DropReason::kWrongSource, ParseError::kOk, static_cast<int>(ErrorCode::kWrongSource)},
-      {"JOIN of a live rank from another address (no take-over)", [] { return Good(Op::kJoin, 0); },
-       5, Verdict::kRefused, DropReason::kRankInUse, ParseError::kOk,
-       static_cast<int>(ErrorCode::kRankInUse)},
+       DropReason::kWrongSource, ParseError::kOk, kCookie},
+      {"LEAVE from another address", [] { return Good(Op::kLeave, 0, 1, 0); }, 5,
+       Verdict::kRefused, DropReason::kWrongSource, ParseError::kOk, kCookie},
+      {"JOIN of a live rank from another address, without a cookie",
+       [] { return Good(Op::kJoin, 0, 0); }, 5, Verdict::kRefused, DropReason::kJoinCookie,
+       ParseError::kOk, kCookie},
+      {"JOIN of a live rank from another address (no take-over)",
+       [] { return CookiedJoin(0, CookieFor(0, 5)); }, 5, Verdict::kRefused,
+       DropReason::kRankInUse, ParseError::kOk, static_cast<int>(ErrorCode::kRankInUse)},
       {"JOIN of a live rank from another address, carrying values",
-       [] { return Good(Op::kJoin, 0, 0, 0, {5}); }, 5, Verdict::kRefused, DropReason::kBadCount,
-       ParseError::kOk, static_cast<int>(ErrorCode::kBadCount)},
+       [] { return CookiedJoin(0, CookieFor(0, 5), {5}); }, 5, Verdict::kRefused,
+       DropReason::kBadCount, ParseError::kOk, static_cast<int>(ErrorCode::kBadCount)},
       {"READ at a clock the rank is not in", [] { return Good(Op::kRead, 0, 5, 0); }, 0,
        Verdict::kRefused, DropReason::kBadClock, ParseError::kOk,
        static_cast<int>(ErrorCode::kBadClock)},
@@ -172,6 +213,23 @@ TEST_P(ValidationTest, RejectedWithReasonAndNoStateChange) {
   EXPECT_EQ(r.parse_error, f.parse_error) << proto::ParseErrorName(r.parse_error);
   if (f.error_code == 0) {
     EXPECT_TRUE(emitted.empty()) << "expected no reply";
+  } else if (f.error_code == kCookie) {
+    // One COOKIE, no larger than the request, carrying the source's cookie
+    // and the answered op, and nothing of the job's state.
+    ASSERT_EQ(emitted.size(), 1u);
+    const Emitted& c = emitted[0];
+    const auto bytes = f.packet();
+    proto::PacketView req;
+    ASSERT_EQ(proto::Decode(bytes.data(), bytes.size(), &req), proto::ParseError::kOk);
+    EXPECT_EQ(c.header.op, Op::kCookie);
+    EXPECT_EQ(c.dst, WorkerAddr(f.from_port_rank));
+    EXPECT_EQ(c.header.key, kKey);
+    EXPECT_EQ(c.header.worker, req.header.worker);
+    EXPECT_EQ(c.header.count, 0u);
+    EXPECT_LE(proto::PacketSize(c.header.count), bytes.size());
+    EXPECT_EQ(c.header.flags, proto::cookie::FlagsFor(req.header.op));
+    EXPECT_EQ(proto::cookie::Of(c.header.clock, c.header.row),
+              CookieFor(req.header.worker, f.from_port_rank));
   } else {
     ASSERT_EQ(emitted.size(), 1u);
     EXPECT_EQ(emitted[0].header.op, Op::kError);
@@ -221,11 +279,11 @@ TEST(Validation, RejoinFromNewAddressRebindsTheRankOnceItIsNoLongerLive) {
   // A restarted rank 1 joins from a new port while its old binding is live:
   // refused (rank_in_use). Once evicted, it joins and replies go there.
   dataplane::ProcessResult refused;
-  h.SendRaw(Good(Op::kJoin, 1), WorkerAddr(21), &refused);
+  h.JoinFrom(1, WorkerAddr(21), &refused);
   EXPECT_EQ(refused.reason, DropReason::kRankInUse);
   dataplane::Output out = dataplane::Output::ForBatch(1);
   ASSERT_TRUE(h.pipeline().Evict(1, 1, h.now, &out).ok());
-  auto e = h.SendRaw(Good(Op::kJoin, 1), WorkerAddr(21));
+  auto e = h.JoinFrom(1, WorkerAddr(21));
   ASSERT_EQ(OfOp(e, Op::kJoinAck).size(), 1u);
   EXPECT_EQ(OfOp(e, Op::kJoinAck)[0].dst, WorkerAddr(21));
   // The old address is now refused.

@@ -56,7 +56,7 @@ TEST(Codec, RejectsInOrderOfChecks) {
   bad = buf;
   bad[2] = 0;
   EXPECT_EQ(Decode(bad.data(), bad.size(), &v), ParseError::kBadVersion);
-  for (uint8_t op : {uint8_t{0}, uint8_t{11}, uint8_t{255}}) {
+  for (uint8_t op : {uint8_t{0}, uint8_t{12}, uint8_t{255}}) {
     bad = buf;
     bad[3] = op;
     EXPECT_EQ(Decode(bad.data(), bad.size(), &v), ParseError::kBadOp);

@@ -87,7 +87,12 @@ TEST(SimulationTest, SyncRunsEveryStepOfEveryRankThroughThePipeline) {
   EXPECT_EQ(c.rx_by_op[static_cast<size_t>(proto::Op::kInc)], 4 * 60 * rows + rows);
   EXPECT_EQ(c.rx_by_op[static_cast<size_t>(proto::Op::kRead)], 4 * 61 * rows);
   EXPECT_EQ(c.rx_by_op[static_cast<size_t>(proto::Op::kClock)], 4 * 61u);
-  for (size_t i = 1; i < c.drops.size(); ++i) EXPECT_EQ(c.drops[i], 0u) << "drop reason " << i;
+  // Each rank's first JOIN is answered with a COOKIE (protocol.md, "Return
+  // routability"); nothing else is refused.
+  for (size_t i = 1; i < c.drops.size(); ++i) {
+    const bool cookie = i == static_cast<size_t>(dataplane::DropReason::kJoinCookie);
+    EXPECT_EQ(c.drops[i], cookie ? 4u : 0u) << "drop reason " << i;
+  }
   for (const auto& k : r.counters) {
     EXPECT_EQ(k.read_retransmits, 0u);
     EXPECT_EQ(k.nacks, 0u);

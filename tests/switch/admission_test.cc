@@ -231,7 +231,7 @@ TEST(AdmissionTest, AJobLargerThanTheBudgetIsRefusedWithTheNumbersAndWhatToDo) {
   m.V2("/switch");
   m.V2Files("/switch", std::to_string(64 * kMiB), 40 * kMiB, 0);
   SystemMemory mem(m.paths());
-  Pipeline p(1, &mem);
+  Pipeline p(1, {}, &mem);
 
   // 8 bytes per element (visible + pending): 16 MiB fit the 24 MiB left.
   ASSERT_TRUE(p.CreateJob(Job(1, 16 * kMiB / 8)).ok());
@@ -256,7 +256,7 @@ TEST(AdmissionTest, ADuplicateIdIsRefusedBeforeMemoryOrAllocation) {
   Machine m("serene-admit-dup");
   m.MemAvailable(1 * kMiB);  // nothing large fits
   SystemMemory mem(m.paths());
-  Pipeline p(1, &mem);
+  Pipeline p(1, {}, &mem);
   ASSERT_TRUE(p.CreateJob(Job(3, 10)).ok());
   // 16 GiB of table and 8 TiB of exactly-once tags: a duplicate id must be
   // refused as such, at once, and not be allocated first (the switch used

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "net/address.h"
 #include "proto/codec.h"
 
@@ -26,6 +28,21 @@ std::vector<uint8_t> Packet(Op op, uint16_t worker, uint32_t key, uint32_t clock
   return buf;
 }
 
+// Processes `d` from `from`; a JOIN answered with a COOKIE is sent again
+// carrying it, as a worker does (docs/protocol.md, "Return routability").
+void ProcessAsWorker(dataplane::Pipeline& p, std::vector<uint8_t> d, const proto::Endpoint& from,
+                     const proto::Endpoint& via, dataplane::Timestamp now, dataplane::Output* out) {
+  out->Clear();
+  p.Process(d, from, via, now, out);
+  if (d[proto::kOffOp] != static_cast<uint8_t>(Op::kJoin) || out->size() != 1) return;
+  const auto reply = out->bytes(0);
+  if (reply[proto::kOffOp] != static_cast<uint8_t>(Op::kCookie)) return;
+  std::copy(reply.begin() + proto::kOffClock, reply.begin() + proto::kOffCount,
+            d.begin() + proto::kOffClock);
+  out->Clear();
+  p.Process(d, from, via, now, out);
+}
+
 std::string Line(const std::string& text, const std::string& prefix) {
   const size_t at = text.find(prefix);
   if (at == std::string::npos) return "";
@@ -42,8 +59,7 @@ class SwitchCountersReportTest : public ::testing::Test {
   }
 
   void Send(const std::vector<uint8_t>& d) {
-    out_.Clear();
-    pipeline_.Process(d, rank0_, 1000, &out_);
+    ProcessAsWorker(pipeline_, d, rank0_, proto::Endpoint{}, 1000, &out_);
   }
 
   dataplane::Pipeline pipeline_;
@@ -76,9 +92,9 @@ TEST_F(SwitchCountersReportTest, ListsDropsParseErrorsAndRanks) {
   EXPECT_NE(Line(r, "ports:").find("rx=6 datagrams"), std::string::npos) << r;
   EXPECT_NE(Line(r, "faults rx:").find("offered=7 delivered=0 dropped=1"), std::string::npos) << r;
   EXPECT_EQ(Line(r, "faults tx:"), "");
-  EXPECT_EQ(Line(r, "pipeline:"), "pipeline: packets=6 unknown_job=0 not_request=0 bad_key=1");
+  EXPECT_EQ(Line(r, "pipeline:"), "pipeline: packets=7 unknown_job=0 not_request=0 bad_key=1");
   EXPECT_EQ(Line(r, "parse errors:"), "parse errors: truncated=1 bad_magic=1");
-  EXPECT_EQ(Line(r, "  requests:"), "  requests: JOIN=1 READ=0 INC=2 CLOCK=0 LEAVE=0");
+  EXPECT_EQ(Line(r, "  requests:"), "  requests: JOIN=2 READ=0 INC=2 CLOCK=0 LEAVE=0");
   const std::string drops = Line(r, "  drops:");
   EXPECT_NE(
       drops.find(std::string(dataplane::DropReasonName(dataplane::DropReason::kBadKey)) + "=1"),
@@ -108,8 +124,7 @@ TEST(SwitchCountersReport, ShowsTheAllowListTheAddressEachRankJoinedAndSecurityD
   const proto::Endpoint rank0 = *net::ParseEndpoint("127.0.0.1:40000");
   const proto::Endpoint via = *net::ParseEndpoint("127.0.0.2:7000");
   const auto send = [&](const std::vector<uint8_t>& d, const proto::Endpoint& from) {
-    out.Clear();
-    pipeline.Process(d, from, via, 1000, &out);
+    ProcessAsWorker(pipeline, d, from, via, 1000, &out);
   };
   send(Packet(Op::kJoin, 0, 9), rank0);
   send(Packet(Op::kJoin, 0, 9), *net::ParseEndpoint("127.0.0.1:40001"));  // rank_in_use

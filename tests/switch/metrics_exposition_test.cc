@@ -247,7 +247,7 @@ TEST_F(MetricsExpositionTest, JobGauges) {
 
 TEST_F(MetricsExpositionTest, JobCounters) {
   auto m = Render();
-  EXPECT_EQ(At(m, R"(serene_job_requests_total{job_id="1",op="JOIN"})"), "2");
+  EXPECT_EQ(At(m, R"(serene_job_requests_total{job_id="1",op="JOIN"})"), "4");  // 2 COOKIEs
   EXPECT_EQ(At(m, R"(serene_job_requests_total{job_id="1",op="INC"})"), "3");
   EXPECT_EQ(At(m, R"(serene_job_requests_total{job_id="1",op="CLOCK"})"), "3");
   EXPECT_EQ(At(m, R"(serene_job_requests_total{job_id="1",op="READ"})"), "0");
@@ -309,7 +309,13 @@ TEST_F(MetricsExpositionTest, RanksNeverSeenHaveNoClockAndNoLastSeen) {
   auto c = JobConfig::ParseSpec("id=2,workers=3,elements=4,key=0x5e7e7e01,policy=async");
   ASSERT_TRUE(c.ok()) << c.status().message();
   ASSERT_TRUE(h_.pipeline().CreateJob(*c).ok());
-  h_.Send(PacketBuilder(Op::kJoin, 2, 0, 0x5e7e7e01), 0);
+  // JOIN, answered with a COOKIE, and JOIN echoing it (protocol.md).
+  auto cookie = h_.Send(PacketBuilder(Op::kJoin, 2, 0, 0x5e7e7e01), 0);
+  ASSERT_EQ(cookie.size(), 1u);
+  ASSERT_EQ(cookie[0].header.op, Op::kCookie);
+  h_.Send(PacketBuilder(Op::kJoin, 2, 0, 0x5e7e7e01).Clock(cookie[0].header.clock)
+              .Row(cookie[0].header.row),
+          0);
   auto m = Render();
   EXPECT_EQ(At(m, "serene_jobs"), "2");
   EXPECT_EQ(At(m, R"(serene_job_low_clock{job_id="2"})"), "-1");
@@ -364,8 +370,9 @@ TEST_F(MetricsExpositionTest, GlobalPortAndControlCounters) {
   control.silence_evictions = 3;
   auto m = Render(server, control);
 
-  // 2 JOINs, 3 seeding, 2 INCs and a CLOCK, 3 dropped globally.
-  EXPECT_EQ(At(m, "serene_packets_total"), "11");
+  // 4 JOINs (2 answered with a COOKIE), 3 seeding, 2 INCs and a CLOCK, 3
+  // dropped globally.
+  EXPECT_EQ(At(m, "serene_packets_total"), "13");
   EXPECT_EQ(At(m, R"(serene_parse_errors_total{kind="truncated"})"), "1");
   EXPECT_EQ(At(m, R"(serene_parse_errors_total{kind="bad_magic"})"), "0");
   EXPECT_EQ(At(m, R"(serene_parse_errors_total{kind="length_mismatch"})"), "0");

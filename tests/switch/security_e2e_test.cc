@@ -145,12 +145,14 @@ TEST(SecurityE2E, ARestartedWorkerRejoinsOnceItsOldBindingIsEvicted) {
   ack = restarted.Next();
   ASSERT_TRUE(ack.has_value());
   EXPECT_EQ(ack->header.op, Op::kJoinAck);
-  // The old process, if it still runs, has lost the rank.
+  // The old process, if it still runs, has lost the rank: its address is
+  // not the rank's any more, so it gets a COOKIE (counted wrong_source).
   ASSERT_TRUE(old_worker.Send(target, Req(1, 21, Op::kRead, 0, 0, 0)));
   auto lost = old_worker.Next();
   ASSERT_TRUE(lost.has_value());
-  EXPECT_EQ(lost->header.op, Op::kError);
-  EXPECT_EQ(ErrorCodeOf(*lost), static_cast<int32_t>(proto::ErrorCode::kWrongSource));
+  EXPECT_EQ(lost->header.op, Op::kCookie);
+  EXPECT_EQ(proto::cookie::AnsweredOp(lost->header.flags), Op::kRead);
+  EXPECT_EQ(lost->values.size(), 0u);
   // And it cannot end the job: its LEAVE is refused (wrong_source).
   Request finish = Req(1, 21, Op::kLeave, 0);
   finish.flags = proto::flags::kFinished;
@@ -160,6 +162,44 @@ TEST(SecurityE2E, ARestartedWorkerRejoinsOnceItsOldBindingIsEvicted) {
   ASSERT_TRUE(t.ok());
   EXPECT_FALSE(t->finished());
   EXPECT_EQ(t->ranks(0).address(), net::FormatEndpoint(restarted.local()));
+}
+
+// Return routability through a real daemon: a JOIN that does not echo the
+// cookie — what a forger of someone else's address is left with — gets one
+// 24-byte COOKIE and binds nothing; echoing it binds the rank.
+TEST(SecurityE2E, AJoinBindsOnlyOnceItsSourceEchoedTheCookie) {
+  SwitchProcess sw({"--job", "id=1,workers=2,elements=8,row=4,key=41"});
+  ASSERT_TRUE(sw.ok()) << sw.output();
+  auto api = Api(sw);
+  ASSERT_NE(api, nullptr);
+  UdpPeer peer;
+  peer.set_echo_cookies(false);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(peer.Send(Target(sw), Req(1, 41, Op::kJoin, 0)));
+  uint64_t cookie = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto c = peer.Next();
+    ASSERT_TRUE(c.has_value());
+    EXPECT_EQ(c->header.op, Op::kCookie);
+    EXPECT_EQ(c->header.count, 0u) << "no larger than the JOIN";
+    EXPECT_EQ(proto::cookie::AnsweredOp(c->header.flags), Op::kJoin);
+    cookie = proto::cookie::Of(c->header.clock, c->header.row);
+  }
+  EXPECT_FALSE(peer.Next(std::chrono::milliseconds(200)).has_value()) << "one reply per JOIN";
+  auto t = api->GetTelemetry(1);
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(t->ranks(0).joined());
+  EXPECT_EQ(Drops(*t, "join_cookie"), 3u);
+
+  Request echo = Req(1, 41, Op::kJoin, 0);
+  echo.clock = proto::cookie::High(cookie);
+  echo.row = proto::cookie::Low(cookie);
+  ASSERT_TRUE(peer.Send(Target(sw), echo));
+  auto ack = peer.Next();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(ack->header.op, Op::kJoinAck);
+  t = api->GetTelemetry(1);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->ranks(0).address(), net::FormatEndpoint(peer.local()));
 }
 
 TEST(SecurityE2E, AnEvictedRanksLeaveDoesNotEndTheJob) {

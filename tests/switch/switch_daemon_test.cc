@@ -202,8 +202,9 @@ TEST(SwitchDaemonTest, ServesAJobOverIPv4AndPrintsCountersOnSigterm) {
   EXPECT_NE(out.find("=== serene-switch counters ==="), std::string::npos) << out;
   EXPECT_EQ(Line(out, "parse errors:"), "parse errors: truncated=1 bad_magic=1") << out;
   EXPECT_NE(Line(out, "pipeline:").find("bad_key=1"), std::string::npos) << out;
-  // 2 JOIN, 6 + 3 = 9 INC (3 seed rows, 6 at clock 1), 4 CLOCK, 3 + 3 + 2 READ.
-  EXPECT_EQ(Line(out, "  requests:"), "  requests: JOIN=2 READ=8 INC=9 CLOCK=4 LEAVE=0") << out;
+  // 4 JOIN (each rank's first is answered with a COOKIE), 6 + 3 = 9 INC (3
+  // seed rows, 6 at clock 1), 4 CLOCK, 3 + 3 + 2 READ.
+  EXPECT_EQ(Line(out, "  requests:"), "  requests: JOIN=4 READ=8 INC=9 CLOCK=4 LEAVE=0") << out;
   EXPECT_NE(
       Line(out, "  drops:")
           .find(std::string(dataplane::DropReasonName(dataplane::DropReason::kBadKey)) + "=1"),

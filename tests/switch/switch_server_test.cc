@@ -86,12 +86,13 @@ TEST(SwitchServerTest, ThreadsShareOnePortAndAnswerEveryWorker) {
     EXPECT_EQ(ack->src, eps[0]);
   }
   server.Stop();
+  // Each worker: JOIN, COOKIE, JOIN with the cookie, JOIN_ACK.
   ServerCounters c = server.counters();
-  EXPECT_EQ(c.rx_datagrams, 16u);
-  EXPECT_EQ(c.tx_datagrams, 16u);
+  EXPECT_EQ(c.rx_datagrams, 32u);
+  EXPECT_EQ(c.tx_datagrams, 32u);
   EXPECT_EQ(c.tx_errors, 0u);
   EXPECT_GT(c.rx_bytes, 0u);
-  EXPECT_EQ(pipeline.global_counters().packets, 16u);
+  EXPECT_EQ(pipeline.global_counters().packets, 32u);
 }
 
 TEST(SwitchServerTest, SendDeliversPacketsOfControlOperations) {
@@ -109,7 +110,8 @@ TEST(SwitchServerTest, SendDeliversPacketsOfControlOperations) {
   ASSERT_TRUE(r0.Send(sw, Req(Op::kInc, 0, 0, 0, {1, 2, 3, 4})));
   ASSERT_TRUE(r0.Send(sw, Req(Op::kInc, 0, 0, 1, {5, 6, 7, 8})));
   ASSERT_TRUE(r0.Send(sw, Req(Op::kClock, 0, 0, 2)));
-  ASSERT_TRUE(WaitFor(server, [](const ServerCounters& c) { return c.rx_datagrams == 5; }));
+  // Two JOINs each (the second echoes the COOKIE), two INCs and a CLOCK.
+  ASSERT_TRUE(WaitFor(server, [](const ServerCounters& c) { return c.rx_datagrams == 7; }));
   ASSERT_TRUE(WaitFor(server, [&](const ServerCounters&) {
     auto t = pipeline.Telemetry(1);
     return t.ok() && t->workers[0].waiting;
@@ -326,9 +328,12 @@ TEST(SwitchServerTest, TxDuplicateSendsEveryReplyTwice) {
   EXPECT_EQ(b->header.op, Op::kJoinAck);
   EXPECT_EQ(a->values, b->values);
   server.Stop();
-  EXPECT_EQ(pipeline.global_counters().packets, 1u);
-  EXPECT_EQ(server.counters().tx_faults.duplicated, 1u);
-  EXPECT_EQ(server.counters().tx_datagrams, 2u);
+  // The COOKIE came twice and the peer echoed both: three JOINs, the first
+  // answered with the COOKIE, the others with JOIN_ACKs, each sent twice.
+  EXPECT_EQ(peer.cookies_echoed(), 2u);
+  EXPECT_EQ(pipeline.global_counters().packets, 3u);
+  EXPECT_EQ(server.counters().tx_faults.duplicated, 3u);
+  EXPECT_EQ(server.counters().tx_datagrams, 6u);
 }
 
 TEST(SwitchServerTest, DelayedDatagramsAreDeliveredWithoutWaitingForThePollInterval) {
@@ -346,7 +351,7 @@ TEST(SwitchServerTest, DelayedDatagramsAreDeliveredWithoutWaitingForThePollInter
   auto ack = peer.Next(2s);
   ASSERT_TRUE(ack.has_value());
   EXPECT_EQ(ack->header.op, Op::kJoinAck);
-  EXPECT_EQ(server.counters().rx_faults.delayed, 1u);
+  EXPECT_EQ(server.counters().rx_faults.delayed, 2u);  // the JOIN and the one with its cookie
   server.Stop();
 }
 

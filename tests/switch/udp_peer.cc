@@ -27,6 +27,10 @@ UdpPeer::UdpPeer(const std::string& host) {
 }
 
 bool UdpPeer::Send(const proto::Endpoint& dst, const Request& r) {
+  if (r.op == proto::Op::kJoin) {
+    last_join_ = r;
+    last_join_dst_ = dst;
+  }
   const auto d = Encode(r);
   return SendRaw(dst, d);
 }
@@ -55,6 +59,16 @@ std::optional<Reply> UdpPeer::Next(std::chrono::milliseconds guard) {
       if (e != proto::ParseError::kOk) continue;
       Reply r{batch_.source(i), v.header, {}};
       for (size_t k = 0; k < v.header.count; ++k) r.values.push_back(v.Value(k));
+      if (echo_cookies_ && v.header.op == proto::Op::kCookie && last_join_ &&
+          proto::cookie::AnsweredOp(v.header.flags) == proto::Op::kJoin &&
+          v.header.worker == last_join_->worker && v.header.job == last_join_->job) {
+        Request again = *last_join_;
+        again.clock = v.header.clock;
+        again.row = v.header.row;
+        ++cookies_echoed_;
+        if (!SendRaw(last_join_dst_, Encode(again))) return std::nullopt;
+        continue;
+      }
       queued_.push_back(std::move(r));
     }
   }

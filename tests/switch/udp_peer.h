@@ -34,7 +34,11 @@ struct Reply {
   std::vector<int32_t> values;
 };
 
-// One worker: a UDP socket bound to an ephemeral port of `host`.
+// One worker: a UDP socket bound to an ephemeral port of `host`. Like a
+// worker, it answers a COOKIE that answers its JOIN (docs/protocol.md,
+// "Return routability") with the same JOIN carrying the cookie, and Next()
+// does not return that COOKIE: a test sees the JOIN_ACK or ERROR of the
+// JOIN, one round trip later (set_echo_cookies(false) to see the COOKIE).
 class UdpPeer {
  public:
   explicit UdpPeer(const std::string& host = "127.0.0.1");
@@ -50,11 +54,19 @@ class UdpPeer {
   // assertion). Undecodable datagrams fail the test. nullopt on timeout.
   std::optional<Reply> Next(std::chrono::milliseconds guard = std::chrono::seconds(5));
 
+  void set_echo_cookies(bool on) { echo_cookies_ = on; }
+  // COOKIEs answered so far (each with a JOIN).
+  uint64_t cookies_echoed() const { return cookies_echoed_; }
+
  private:
   net::UdpSocket socket_;
   net::RecvBatch batch_{16};
   std::vector<Reply> queued_;  // received in one batch, not yet returned
   size_t next_ = 0;
+  bool echo_cookies_ = true;
+  std::optional<Request> last_join_;  // the last JOIN sent, and where to
+  proto::Endpoint last_join_dst_;
+  uint64_t cookies_echoed_ = 0;
 };
 
 }  // namespace serene::switchd::testing
