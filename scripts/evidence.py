@@ -336,29 +336,17 @@ def adaptive_verdict(records, label="ADAPTIVE", bound=1.05):
 VERDICT_BOUND = {"momentum": 0.90, "slowdown": 0.90}
 
 
-def table_policies_sim(scenario):
+def table_policies(figure, scenario, default_bound):
+    """Every policy of `scenario` side by side from the records of `figure`,
+    with ADAPTIVE's verdict: the bound is VERDICT_BOUND's for the scenarios
+    built so that no fixed policy is right, else `default_bound` (1.05 in
+    the simulator; 1.0, "no later", for the demo with real processes)."""
     def make():
-        records = [r for r in read_records("policies-sim") if r["scenario"] == scenario]
+        records = [r for r in read_records(figure) if r.get("scenario") == scenario]
         if not records:
-            return [f"(no records of {scenario} in docs/data/policies-sim.jsonl: run "
+            return [f"(no records of {scenario} in docs/data/{figure}.jsonl: run "
                     f"scripts/reproduce.sh)"]
-        bound = VERDICT_BOUND.get(scenario, 1.05)
-        return policy_table(records) + [""] + adaptive_verdict(records, bound=bound) + [
-            "", machines_line(records)]
-    return make
-
-
-def table_demo_real(scenario):
-    """A demo with real processes (serene-experiment): the README's (demo),
-    where ADAPTIVE is to be no later than the demo's best fixed run, or the
-    second demo (slowdown), where it is to be ahead of every fixed run by
-    10 %."""
-    def make():
-        records = [r for r in read_records("demo-real") if r.get("scenario") == scenario]
-        if not records:
-            return [f"(no records of {scenario} in docs/data/demo-real.jsonl: run "
-                    f"scripts/reproduce.sh)"]
-        bound = VERDICT_BOUND.get(scenario, 1.0)
+        bound = VERDICT_BOUND.get(scenario, default_bound)
         return policy_table(records) + [""] + adaptive_verdict(records, bound=bound) + [
             "", machines_line(records)]
     return make
@@ -413,12 +401,13 @@ def table_comm():
 
 
 def generators():
-    gens = {"demo-real": table_demo_real("demo"),
-            "demo-real-slowdown": table_demo_real("slowdown"), "comm": table_comm}
+    gens = {"demo-real": table_policies("demo-real", "demo", 1.0),
+            "demo-real-slowdown": table_policies("demo-real", "slowdown", 1.0),
+            "comm": table_comm}
     for scenario in sorted({r["scenario"] for r in read_records("policies-sim")} |
                            {"demo", "paper", "heterogeneous", "failure", "momentum", "slowdown",
                             "cnn"}):
-        gens[f"policies-sim-{scenario}"] = table_policies_sim(scenario)
+        gens[f"policies-sim-{scenario}"] = table_policies("policies-sim", scenario, 1.05)
     return gens
 
 
