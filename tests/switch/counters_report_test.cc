@@ -34,9 +34,15 @@ void ProcessAsWorker(dataplane::Pipeline& p, std::vector<uint8_t> d, const proto
                      const proto::Endpoint& via, dataplane::Timestamp now, dataplane::Output* out) {
   out->Clear();
   p.Process(d, from, via, now, out);
-  if (d[proto::kOffOp] != static_cast<uint8_t>(Op::kJoin) || out->size() != 1) return;
+  if (d.size() < proto::kHeaderSize || d[proto::kOffOp] != static_cast<uint8_t>(Op::kJoin) ||
+      out->size() != 1) {
+    return;  // a datagram too short to be a JOIN, or not answered with a COOKIE alone
+  }
   const auto reply = out->bytes(0);
-  if (reply[proto::kOffOp] != static_cast<uint8_t>(Op::kCookie)) return;
+  if (reply.size() < proto::kHeaderSize ||
+      reply[proto::kOffOp] != static_cast<uint8_t>(Op::kCookie)) {
+    return;
+  }
   std::copy(reply.begin() + proto::kOffClock, reply.begin() + proto::kOffCount,
             d.begin() + proto::kOffClock);
   out->Clear();
