@@ -23,7 +23,7 @@
 #   comm           serene-bench comm (scripts/comm_sweep.sh, docs/performance.md):
 #                  Serene against Gloo's allreduce at 4 and 8 workers, 79,510,
 #                  1M and 25.6M values, rows of 362 and 4096, 5 runs of every
-#                  point (~25 min; quick: N = 4 at 79,510 and 1M values, 5
+#                  point (~9 min; quick: N = 4 at 79,510 and 1M values, 5
 #                  runs, ~3 min). Real time: run it on a quiet machine.
 # Not yet recorded here (their numbers in docs are still typed from runs):
 # performance.md's micro-benchmarks and scale sweep, the fault matrix summary
