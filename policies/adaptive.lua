@@ -11,11 +11,11 @@
 --   max_w  64    the largest window; a window that would grow past it is
 --                async() instead
 --   slow   1.3   a rank is persistently slow when its step EWMA (work_time)
---                is > slow x the median step; it is one until its EWMA is
---                back under 1 + (slow - 1) / 2 (1.15)
+--                is > slow x the median step; it is one until its EWMA has
+--                been back under 1 + (slow - 1) / 2 (1.15) on 4 calls in a row
 --   wait   0.1   the barrier "binds" when a rank spent more than this
 --                fraction of the last period at it while the lag between
---                the ranks reached past W
+--                the ranks reached past W (under sync(): any such wait)
 --   hold   30    seconds without a binding wait and without a persistent
 --                straggler before the window may shrink
 --
@@ -44,7 +44,9 @@
 -- Every call (one per telemetry period):
 --   binds      some live rank waited more than `wait` of the period and the
 --              largest lag of the last 8 snapshots is > W, or a rank is
---              waiting longer than a typical step right now with lag > W
+--              waiting longer than a typical step right now with lag > W;
+--              under sync() the lag is not asked for (every wait is the
+--              barrier's, and a snapshot mostly finds the ranks level)
 --   persistent some live rank's work_time > slow x the median work_time
 --   stalled    some live rank, not waiting, has sent nothing for 4 typical
 --              steps: a stop (a failure, a long pause) under way; a
@@ -54,7 +56,8 @@
 --   1. binds and stalled: async() (no window covers a stop until the switch
 --      evicts the rank)
 --   2. binds and persistent: the persistent ranks become "slower"; while
---      any rank is slower: quorum(live - slower, no lag bound)
+--      any rank is slower: quorum(live - slower, no lag bound); a slower
+--      rank stops being one after 4 calls in a row under 1.15 x the median
 --   3. under a quorum with no slower rank left: W = max(4 x the lag, start)
 --      (async() past max_w), since the ranks left out are that far behind
 --   4. binds: W = 2W (at least 32), or async() if 2W > max_w
@@ -75,6 +78,10 @@ local recovered = 1 + (slow - 1) / 2  -- hysteresis: a slower rank is one until 
 -- seen at the first binding period: a change made while the rank is stopped
 -- stays pending (and no other can be made) until the switch evicts it.
 local stall_steps = 4
+-- A slower rank rejoins the barrier only after its EWMA stayed under
+-- `recovered` this many calls in a row: on a busy host the step times of
+-- every rank jump with the scheduler, and one low reading is not a recovery.
+local recover_calls = 4
 
 local prev_now = nil      -- t.now of the last call
 local prev_wait = {}      -- wait_total by rank at the last call
@@ -82,7 +89,7 @@ local lags = {}           -- max lag of the last few snapshots, oldest first
 local lag_snapshots = 8
 local calm_since = nil    -- t.now since when nothing bound and nobody was persistent
 local calm_lag = 0        -- the largest lag seen since calm_since
-local slower = {}         -- rank -> true: a persistently slower machine, left out of the quorum
+local slower = {}         -- rank -> calls in a row under `recovered`: a persistently slower machine, left out of the quorum
 
 local function median(xs)
   table.sort(xs)
@@ -128,7 +135,10 @@ function on_telemetry(t)
   for _, r in ipairs(live) do
     local ratio = r.work_time / step
     if ratio > slow then persistent = true end
-    if ratio < recovered then slower[r.rank] = nil end
+    if slower[r.rank] then
+      if ratio < recovered then slower[r.rank] = slower[r.rank] + 1 else slower[r.rank] = 0 end
+      if slower[r.rank] >= recover_calls then slower[r.rank] = nil end
+    end
     if not r.waiting and r.silent > stall_steps * step then stalled = true end
   end
   for rank in pairs(slower) do  -- a rank that left (evicted) is no longer one
@@ -139,13 +149,15 @@ function on_telemetry(t)
 
   local w = t.rule.window  -- math.huge under async(), 0 under quorum
   local peak_lag = math.max(table.unpack(lags))
+  -- Under sync() every wait is the barrier's doing, and a snapshot mostly
+  -- finds the ranks released together (lag 0): the lag is not asked for.
   local binds = w < math.huge and
-      ((dt > 0 and waited > wait_fraction * dt and peak_lag > w) or
-       (wait_now > step and max_lag > w))
+      ((dt > 0 and waited > wait_fraction * dt and (w == 0 or peak_lag > w)) or
+       (wait_now > step and (w == 0 or max_lag > w)))
 
   if binds and persistent and not stalled then
     for _, r in ipairs(live) do
-      if r.work_time > slow * step then slower[r.rank] = true end
+      if r.work_time > slow * step then slower[r.rank] = 0 end
     end
   end
   local n_slower = 0
