@@ -79,6 +79,9 @@ int main(int argc, char** argv) {
        "Virtual time of one step's computation in ms, or auto: measured once on this machine "
        "(the median of 15 real steps of the model) (default auto)"},
       {"--jitter", "jitter", "Each step takes compute × (1 ± jitter), uniform (default 0.05)"},
+      {"--eval-ms", "eval_ms",
+       "Virtual time of one evaluation of the test set on rank 0, in ms; under SYNC every rank "
+       "waits for it (default 0)"},
       {"--straggler-base", "straggler_base",
        "What a slow_worker sleep is relative to: compute (the step's compute time, as "
        "serene-train), iteration (the iteration without waiting, as the paper) or "
@@ -173,12 +176,13 @@ int main(int argc, char** argv) {
   }
   fmt::print(
       "serene-sim '{}': {} x {} ranks, straggler {} on ranks {} (relative to {}), target {}, "
-      "budget {} steps; link {}; compute {:.3f} ms ± {:.0f}%{}; seeds {}; math kernels {}\n"
+      "budget {} steps; link {}; compute {:.3f} ms ± {:.0f}%{}{}; seeds {}; math kernels {}\n"
       "output: {}\n\n",
       scenario->name, scenario->workers, st::ModelKindName(scenario->model), scenario->straggler,
       scenario->straggler_ranks, sim::StragglerBaseName(settings->straggler_base),
       scenario->target_accuracy, scenario->steps, settings->link.ToString(),
       1e3 * *settings->compute_s, 100 * settings->jitter,
+      settings->eval_s > 0 ? fmt::format(", evaluation {:.1f} ms", 1e3 * settings->eval_s) : "",
       settings->timing_only ? "; timing only" : "", fmt::join(seeds, ","), sim::MathKernels(),
       dir);
   std::fflush(stdout);

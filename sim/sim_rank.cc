@@ -303,6 +303,7 @@ void SimRank::Evaluate(train::TimelinePoint* point) {
 void SimRank::AfterPull() {
   const int64_t step = m_.iterations;
   const bool at_limit = o_.max_steps > 0 && step >= o_.max_steps;
+  double eval_s = 0;  // the evaluation's time, before the step as in train/trainer.cc
   if (step % o_.eval_every == 0 || at_limit) {
     train::TimelinePoint point;
     point.step = step;
@@ -314,14 +315,26 @@ void SimRank::AfterPull() {
       Evaluate(&point);
       if (!status_.ok()) return;
       last_eval_step_ = step;
+      eval_s = o_.compute.eval_s;
+      m_.eval_s += eval_s;
     }
     m_.timeline.push_back(point);
-    if (o_.evaluates && o_.target_accuracy > 0 && point.accuracy >= o_.target_accuracy) {
-      m_.target_reached_s = RunClock();
-      return Stop(train::StopReason::kTargetReached, /*finish_job=*/!at_limit);
+    const bool reached =
+        o_.evaluates && o_.target_accuracy > 0 && point.accuracy >= o_.target_accuracy;
+    if (reached || at_limit) {
+      // The rank stops once the evaluation is over, as a real one does.
+      auto stop = [this, reached, at_limit] {
+        if (!status_.ok()) return;
+        if (!reached) return Stop(train::StopReason::kStepLimit, false);
+        m_.target_reached_s = RunClock();
+        Stop(train::StopReason::kTargetReached, /*finish_job=*/!at_limit);
+      };
+      if (eval_s == 0) return stop();
+      phase_ = Phase::kCompute;
+      events_.After(FromSeconds(eval_s), stop);
+      return;
     }
   }
-  if (at_limit) return Stop(train::StopReason::kStepLimit, false);
 
   // The step: the real math (or none), timed by the compute model.
   Result<double> loss = work_.Step(
@@ -345,7 +358,7 @@ void SimRank::AfterPull() {
     m_.slowed_iterations = straggler_->delayed_iterations();
   }
   phase_ = Phase::kCompute;
-  events_.After(FromSeconds(compute_s + sleep_s), [this] { Push(); });
+  events_.After(FromSeconds(eval_s + compute_s + sleep_s), [this] { Push(); });
 }
 
 void SimRank::Push() {
@@ -366,6 +379,7 @@ void SimRank::Stop(train::StopReason reason, bool finish_job) {
     point.train_loss = loss_count_ > 0 ? loss_sum_ / static_cast<double>(loss_count_) : train::kNaN;
     Evaluate(&point);
     if (!status_.ok()) return;
+    m_.eval_s += o_.compute.eval_s;  // after the job's end, as a real rank's final evaluation
     m_.timeline.push_back(point);
   }
   phase_ = Phase::kLeaving;

@@ -41,10 +41,14 @@
 namespace serene::sim {
 
 // How long a step's computation takes in virtual time: compute_s × (1 + u),
-// u uniform in [−jitter, jitter] (drawn per rank and step from the seed).
+// u uniform in [−jitter, jitter] (drawn per rank and step from the seed);
+// and one evaluation of the test set on an evaluating rank: eval_s (its
+// math is real and instant; this is the time a real rank spends in it,
+// which under SYNC every rank waits for).
 struct ComputeModel {
   double compute_s = 0.006;
   double jitter = 0.05;
+  double eval_s = 0;
 };
 
 // What the straggler pattern's sleep is relative to (train/straggler.h hands

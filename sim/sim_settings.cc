@@ -8,9 +8,9 @@
 namespace serene::sim {
 
 const std::vector<std::string_view>& SimSettingKeys() {
-  static const std::vector<std::string_view> kKeys = {"link",           "compute_ms",   "jitter",
-                                                      "straggler_base", "timing_only",  "seeds",
-                                                      "max_virtual_s",  "evict_after_s"};
+  static const std::vector<std::string_view> kKeys = {"link",         "compute_ms",    "jitter",
+                                                      "eval_ms",      "straggler_base", "timing_only",
+                                                      "seeds",        "max_virtual_s",  "evict_after_s"};
   return kKeys;
 }
 
@@ -49,6 +49,12 @@ Status SetSimSetting(std::string_view key, std::string_view value, const std::st
     if (!ParseDouble(value, &s->jitter) || s->jitter < 0 || s->jitter >= 1) {
       return bad("a fraction in [0, 1)");
     }
+  } else if (key == "eval_ms") {
+    double ms = 0;
+    if (!ParseDouble(value, &ms) || ms < 0 || ms > 3.6e6) {
+      return bad("a time per evaluation in milliseconds >= 0");
+    }
+    s->eval_s = ms * 1e-3;
   } else if (key == "straggler_base") {
     if (value == "compute") {
       s->straggler_base = StragglerBase::kCompute;

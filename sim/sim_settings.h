@@ -23,6 +23,7 @@ struct SimSettings {
   LinkSpec link;                    // link: every rank's links
   std::optional<double> compute_s;  // compute_ms: time per step; nullopt = "auto" (measure)
   double jitter = 0.05;             // jitter: compute × (1 ± jitter), uniform
+  double eval_s = 0;                // eval_ms: virtual time of one evaluation on rank 0
   StragglerBase straggler_base = StragglerBase::kCompute;  // straggler_base
   bool timing_only = false;                // timing_only: no gradients, no evaluation
   std::vector<uint64_t> seeds;             // seeds: one simulation per seed; empty = the scenario's
@@ -34,7 +35,7 @@ struct SimSettings {
 const std::vector<std::string_view>& SimSettingKeys();
 
 // Sets one key from text ("link" "latency=5us,gbps=10", "compute_ms" "6" or
-// "auto", "jitter" "0.05", "straggler_base" "compute"|"iteration"|"wall_iteration",
+// "auto", "jitter" "0.05", "eval_ms" "40", "straggler_base" "compute"|"iteration"|"wall_iteration",
 // "timing_only" "true"|"false", "seeds" "1,2,3", "max_virtual_s" "3600", "evict_after_s" "10").
 // `where` names the setting in errors. Errors: InvalidArgument naming
 // `where`, the value and what is expected; an unknown key lists the keys.

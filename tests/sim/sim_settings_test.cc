@@ -18,6 +18,7 @@ TEST(SimSettingsTest, DefaultsAndEveryKey) {
   s = SimSettingsFromTable({{"link", "latency=1ms,gbps=1"},
                             {"compute_ms", "6.5"},
                             {"jitter", "0"},
+                            {"eval_ms", "40"},
                             {"straggler_base", "iteration"},
                             {"timing_only", "true"},
                             {"seeds", "3,1,2"},
@@ -27,6 +28,7 @@ TEST(SimSettingsTest, DefaultsAndEveryKey) {
   EXPECT_DOUBLE_EQ(s->link.latency_s, 1e-3);
   EXPECT_DOUBLE_EQ(*s->compute_s, 0.0065);
   EXPECT_EQ(s->jitter, 0);
+  EXPECT_DOUBLE_EQ(s->eval_s, 0.04);
   EXPECT_EQ(s->straggler_base, StragglerBase::kIteration);
   EXPECT_TRUE(s->timing_only);
   EXPECT_EQ(s->seeds, (std::vector<uint64_t>{3, 1, 2}));
@@ -41,7 +43,7 @@ TEST(SimSettingsTest, BadValuesAreRefusedNamingWhereAndWhat) {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"compute_ms", "0"},    {"compute_ms", "soon"}, {"jitter", "1"},  {"straggler_base", "wall"},
       {"timing_only", "yes"}, {"seeds", "1,,2"},      {"seeds", "2,2"}, {"max_virtual_s", "-1"},
-      {"link", "gbps=0"},     {"speed", "1"}};
+      {"link", "gbps=0"},     {"speed", "1"},         {"eval_ms", "-1"}, {"eval_ms", "x"}};
   for (const auto& [key, value] : bad) {
     SimSettings s;
     Status st = SetSimSetting(key, value, "f.toml: [sim] " + key, &s);

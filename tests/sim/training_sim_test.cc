@@ -25,7 +25,8 @@ constexpr int64_t kSteps = 30;
 constexpr int64_t kEvalEvery = 10;
 constexpr size_t kEvalSamples = 1000;
 
-SimulationResult Simulate(double loss, const std::string& policy = "sync", double momentum = 0) {
+SimulationResult Simulate(double loss, const std::string& policy = "sync", double momentum = 0,
+                          double eval_s = 0) {
   TorchWorkOptions t;
   t.workers = kRanks;
   t.momentum = momentum;
@@ -39,6 +40,7 @@ SimulationResult Simulate(double loss, const std::string& policy = "sync", doubl
   o.max_steps = kSteps;
   o.eval_every = kEvalEvery;
   o.link.loss = loss;
+  o.compute.eval_s = eval_s;
   auto r = RunSimulation(o, **work);
   EXPECT_TRUE(r.ok()) << r.status().message();
   return r.ok() ? *r : SimulationResult();
@@ -110,6 +112,30 @@ TEST_P(SyncMatchesRealRanks, ThroughTheRealSwitch) {
 }
 
 INSTANTIATE_TEST_SUITE_P(TrainingSimTest, SyncMatchesRealRanks, ::testing::Values(0.0, 0.9));
+
+// An evaluation takes eval_s on rank 0, before its step (as in
+// train/trainer.cc); under SYNC the other rank waits for it at the next
+// barrier. Steps 0, 10 and 20 evaluate mid-run and step 30, the step limit,
+// before rank 0 stops: rank 0's job ends 4 evaluations later, rank 1's 3,
+// and the model trained is the same.
+TEST(TrainingSimTest, EvaluationTimeHoldsEveryRankUnderSync) {
+  constexpr double kEval = 0.05;
+  const SimulationResult free = Simulate(0), timed = Simulate(0, "sync", 0, kEval);
+  ASSERT_EQ(free.ranks.size(), timed.ranks.size());
+  for (size_t r = 0; r < free.ranks.size(); ++r) {
+    // Less by at most the other rank's lead at each barrier: the steps'
+    // jitter, ± jitter × compute on each rank.
+    const double evals = r == 0 ? 4 : 3;
+    const ComputeModel c;
+    const double later = timed.ranks[r].job_completion_s - free.ranks[r].job_completion_s;
+    EXPECT_LE(later, evals * kEval + 1e-6) << "rank " << r;
+    EXPECT_GE(later, evals * (kEval - 2 * c.jitter * c.compute_s)) << "rank " << r;
+    EXPECT_EQ(timed.ranks[r].iterations, free.ranks[r].iterations);
+  }
+  EXPECT_NEAR(timed.ranks[0].eval_s, 4 * kEval, 1e-12);
+  EXPECT_EQ(timed.ranks[1].eval_s, 0);
+  EXPECT_EQ(timed.ranks[0].timeline.back().test_loss, free.ranks[0].timeline.back().test_loss);
+}
 
 // Momentum changes what is trained: the same seed without it gives another
 // model after a few steps (else the parameter would be ignored somewhere).

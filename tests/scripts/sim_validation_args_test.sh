@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# scripts/sim_validation.sh: a size without a scenario file, a seed that is
+# not a number and an unknown flag are refused with exit 2 before anything
+# runs. (The runs themselves are real-time measurements: docs/simulator.md.)
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+check_refused() {  # check_refused WANT_TEXT ARGS...
+  local want=$1; shift
+  local out rc
+  out=$(timeout 20 bash "$root/scripts/sim_validation.sh" --bin-dir /nonexistent "$@" 2>&1); rc=$?
+  [[ $rc -eq 2 ]] || fail "sim_validation.sh $*: exit $rc, expected 2; output: $out"
+  [[ $out == *"$want"* ]] || fail "sim_validation.sh $*: output lacks '$want': $out"
+}
+check_refused "no experiments/validation-n3.toml (4 and 8 exist)" --sizes 3
+check_refused "--seeds: 'one' is not a seed" --seeds "1 one"
+check_refused "unknown argument '--fast'" --fast
+out=$(timeout 20 bash "$root/scripts/sim_validation.sh" --bin-dir /nonexistent 2>&1); rc=$?
+[[ $rc -eq 1 && $out == *"no /nonexistent/serene-experiment; build first"* ]] ||
+  fail "without binaries: exit $rc, output: $out"
+echo "PASS: sim_validation.sh refuses bad arguments and a missing build"
