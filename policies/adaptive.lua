@@ -49,9 +49,13 @@
 --              barrier's, and a snapshot mostly finds the ranks level)
 --   persistent some live rank's work_time > slow x the median work_time
 --   stalled    some live rank, not waiting, has sent nothing for 4 typical
---              steps: a stop (a failure, a long pause) under way; a
---              slow_worker stall (at most 2 steps' sleep and its own step)
---              is shorter
+--              steps and for a whole period: a stop (a failure, a long
+--              pause) under way; a slow_worker stall (at most 2 steps' sleep
+--              and its own step) is shorter
+--   suspect    silent for 4 steps but not yet a period: a stop that has just
+--              begun, or a rank the host's scheduler held back; no change
+--              is made this call (one made now, while a rank may be
+--              stopped, would stay pending until the switch evicts it)
 --   decide, the first that applies:
 --   1. binds and stalled: async() (no window covers a stop until the switch
 --      evicts the rank)
@@ -74,9 +78,11 @@ local slow = params.slow or 1.3
 local wait_fraction = params.wait or 0.1
 local hold = params.hold or 30
 local recovered = 1 + (slow - 1) / 2  -- hysteresis: a slower rank is one until below this
--- A rank silent this many steps is stalled (failed?), not slow. It must be
--- seen at the first binding period: a change made while the rank is stopped
--- stays pending (and no other can be made) until the switch evicts it.
+-- A rank silent this many steps, and a whole period, is stalled (failed?),
+-- not slow. Until it is one or the other it is suspect and nothing changes:
+-- a change made while the rank is stopped stays pending (and no other can be
+-- made) until the switch evicts it; and on a busy host 4 steps of a few ms
+-- are one time slice of the scheduler, not a stop.
 local stall_steps = 4
 -- A slower rank rejoins the barrier only after its EWMA stayed under
 -- `recovered` this many calls in a row: on a busy host the step times of
@@ -131,7 +137,7 @@ function on_telemetry(t)
   end
   if #works == 0 then return nil end  -- no step measured yet
   local step = median(works)
-  local persistent, stalled = false, false
+  local persistent, stalled, suspect = false, false, false
   for _, r in ipairs(live) do
     local ratio = r.work_time / step
     if ratio > slow then persistent = true end
@@ -139,7 +145,9 @@ function on_telemetry(t)
       if ratio < recovered then slower[r.rank] = slower[r.rank] + 1 else slower[r.rank] = 0 end
       if slower[r.rank] >= recover_calls then slower[r.rank] = nil end
     end
-    if not r.waiting and r.silent > stall_steps * step then stalled = true end
+    if not r.waiting and r.silent > stall_steps * step then
+      if r.silent > dt and dt > 0 then stalled = true else suspect = true end
+    end
   end
   for rank in pairs(slower) do  -- a rank that left (evicted) is no longer one
     local still = false
@@ -154,6 +162,7 @@ function on_telemetry(t)
   local binds = w < math.huge and
       ((dt > 0 and waited > wait_fraction * dt and (w == 0 or peak_lag > w)) or
        (wait_now > step and (w == 0 or max_lag > w)))
+  if suspect and not stalled then return nil end  -- a stop or a time slice: see next call
 
   if binds and persistent and not stalled then
     for _, r in ipairs(live) do

@@ -473,24 +473,59 @@ TEST_F(AdaptiveTest, SyncStaysWhileTheWaitsAreSmall) {
 }
 
 // A rank that stops (a failure, a long pause) shows as silence; the others
-// fill the window and wait: no window helps, async() at once.
-TEST_F(AdaptiveTest, ARankSilentForFourStepsMakesABindingBarrierAsync) {
+// fill the window and wait: no window helps. Silent 4 steps but less than a
+// period it is only suspect and nothing changes (a change made now would
+// stay pending behind a stopped rank); silent a whole period, async().
+TEST_F(AdaptiveTest, ARankSilentForFourStepsAndAPeriodMakesABindingBarrierAsync) {
   Load();
   Calm();
   Decide();
-  for (int i = 0; i < kRanks; ++i) {
-    v1::RankTelemetry* r = t_.mutable_ranks(i);
-    r->set_done(i == 2 ? 1000 : 1017);
-    r->set_waiting(i != 2);
-    r->set_wait_now_ns(i == 2 ? 0 : Ns(0.3));
-    r->set_wait_total_ns(r->wait_total_ns() + (i == 2 ? 0 : Ns(0.5)));
-  }
-  t_.mutable_ranks(2)->set_silent_ns(Ns(4.5 * kStep));
+  auto others_wait = [&] {
+    for (int i = 0; i < kRanks; ++i) {
+      v1::RankTelemetry* r = t_.mutable_ranks(i);
+      r->set_done(i == 2 ? 1000 : 1001);
+      r->set_waiting(i != 2);
+      r->set_wait_now_ns(i == 2 ? 0 : Ns(0.3));
+      r->set_wait_total_ns(r->wait_total_ns() + (i == 2 ? 0 : Ns(0.5)));
+    }
+  };
+  others_wait();
+  t_.mutable_ranks(2)->set_silent_ns(Ns(4.5 * kStep));  // 0.45 s of a 1 s period: suspect
+  Advance(1);
+  EXPECT_EQ(Decide(), std::nullopt);
+  others_wait();
+  t_.mutable_ranks(2)->set_silent_ns(Ns(1.45));  // the whole period: stalled
   Advance(1);
   auto d = Decide();
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->rule, BarrierParams::Async());
   EXPECT_THAT(script_->TakeLog().at(0), HasSubstr("a rank stalled"));
+}
+
+// On a busy host a rank is silent for 4 of its few-ms steps whenever the
+// scheduler holds it back: that call changes nothing, and the next one,
+// the rank heard again, decides as usual (a window, not async()).
+TEST_F(AdaptiveTest, ASilenceShorterThanAPeriodIsATimeSliceNotAStop) {
+  Load();
+  Calm();
+  Decide();
+  auto others_wait = [&](double silent) {
+    for (int i = 0; i < kRanks; ++i) {
+      v1::RankTelemetry* r = t_.mutable_ranks(i);
+      r->set_done(i == 2 ? 1000 : 1001);
+      r->set_waiting(i != 2);
+      r->set_wait_now_ns(i == 2 ? 0 : Ns(0.05));
+      r->set_wait_total_ns(r->wait_total_ns() + (i == 2 ? 0 : Ns(0.3)));
+    }
+    t_.mutable_ranks(2)->set_silent_ns(Ns(silent));
+    Advance(1);
+  };
+  others_wait(5 * kStep);
+  EXPECT_EQ(Decide(), std::nullopt);
+  others_wait(kStep / 2);
+  auto d = Decide();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->rule, BarrierParams::Ssp(32));
 }
 
 // Under sync() the first binding wait gets a window of 32: a rank that has
