@@ -42,7 +42,10 @@
 -- ones add their updates when they arrive without holding anybody back.
 --
 -- Every call (one per telemetry period):
---   binds      some live rank waited more than `wait` of the period and the
+--   binds      some live rank waited more than `wait` of the period (the
+--              first call: of the job so far, its clocks x the median
+--              iteration, so a job that waits from the start leaves SYNC at
+--              the first call rather than the second) and the
 --              largest lag of the last 8 snapshots is > W, or a rank is
 --              waiting longer than a typical step right now with lag > W;
 --              under sync() the lag is not asked for (every wait is the
@@ -112,12 +115,14 @@ end
 
 function on_telemetry(t)
   local dt = prev_now and t.now - prev_now or 0
+  local first = prev_now == nil
   local waited, wait_now, max_lag = 0, 0, 0
   local live = {}
   for _, r in ipairs(t.ranks) do
     if r.live then
       live[#live + 1] = r
-      local before = prev_wait[r.rank]
+      -- The first call counts the waits since the job began.
+      local before = prev_wait[r.rank] or (first and 0 or nil)
       if before and r.wait_total > before then
         waited = math.max(waited, r.wait_total - before)
       end
@@ -127,6 +132,13 @@ function on_telemetry(t)
     prev_wait[r.rank] = r.wait_total
   end
   prev_now = t.now
+  if first then  -- the job's age: its clocks x the median iteration
+    local its = {}
+    for _, r in ipairs(live) do
+      if r.iter_time > 0 then its[#its + 1] = r.iter_time end
+    end
+    if #its > 0 and t.high > 0 then dt = t.high * median(its) end
+  end
   lags[#lags + 1] = max_lag
   if #lags > lag_snapshots then table.remove(lags, 1) end
   if t.finished or t.swap_pending then return nil end

@@ -502,6 +502,27 @@ TEST_F(AdaptiveTest, ARankSilentForFourStepsAndAPeriodMakesABindingBarrierAsync)
   EXPECT_THAT(script_->TakeLog().at(0), HasSubstr("a rank stalled"));
 }
 
+// The first call has no earlier one to take the waiting since: it counts
+// the waits since the job began, over the job's age (its clocks x the median
+// iteration), so a job that waited from the start leaves SYNC one period
+// sooner; in an old job the same waits are a small share and change nothing.
+TEST_F(AdaptiveTest, TheFirstCallCountsTheWaitsSinceTheJobBegan) {
+  auto first_call = [&](int64_t done) {
+    Load();
+    for (int i = 0; i < kRanks; ++i) {
+      v1::RankTelemetry* r = t_.mutable_ranks(i);
+      r->set_done(done);
+      r->set_wait_total_ns(i == 2 ? 0 : Ns(0.3));  // 0.3 s at the barrier, waiting for rank 2
+    }
+    Derive(&t_);
+    return Decide();
+  };
+  auto d = first_call(10);  // 10 clocks of 0.1 s: 30 % of the job's age
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->rule, BarrierParams::Ssp(32));
+  EXPECT_EQ(first_call(1000), std::nullopt);  // 0.3 % of 100 s
+}
+
 // On a busy host a rank is silent for 4 of its few-ms steps whenever the
 // scheduler holds it back: that call changes nothing, and the next one,
 // the rank heard again, decides as usual (a window, not async()).
