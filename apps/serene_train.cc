@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--straggler", straggler,
                  "none | slow_worker[:p[:min[:max]]] | failure[:p[:seconds]] | "
-                 "heterogeneous:factor[:from]")
+                 "heterogeneous:factor[:from[:until]]")
       ->capture_default_str();
   app.add_option("--straggler-ranks", straggler_ranks, "Ranks the pattern applies to")
       ->capture_default_str();

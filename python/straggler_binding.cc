@@ -14,7 +14,7 @@ void BindStraggler(py::module_& m) {
 
 Straggler(pattern, seed=1, rank=0): pattern is "none",
 "slow_worker[:p[:min[:max]]]", "failure[:p[:duration_s]]" or
-"heterogeneous:factor[:from]"; the schedule is serene-train's for the same pattern,
+"heterogeneous:factor[:from[:until]]"; the schedule is serene-train's for the same pattern,
 job seed and rank. next_delay(compute_s) records one iteration's compute time
 and returns the seconds to sleep now (it never sleeps itself).
 )doc")

@@ -11,7 +11,7 @@ namespace {
 constexpr uint64_t kStragglerStream = 0x736c6f77;  // "slow"
 constexpr char kForms[] =
     "expected none, slow_worker[:p[:min[:max]]], failure[:p[:duration_s]] or "
-    "heterogeneous:factor[:from]";
+    "heterogeneous:factor[:from[:until]]";
 
 std::vector<std::string_view> Split(std::string_view text, char sep) {
   std::vector<std::string_view> parts;
@@ -56,7 +56,9 @@ std::string StragglerSpec::ToString() const {
       return "failure:" + Format(probability) + ":" + Format(duration_s);
     case StragglerKind::kHeterogeneous:
       return "heterogeneous:" + Format(factor) +
-             (from_iteration > 0 ? ":" + std::to_string(from_iteration) : "");
+             (from_iteration > 0 || until_iteration > 0 ? ":" + std::to_string(from_iteration)
+                                                        : "") +
+             (until_iteration > 0 ? ":" + std::to_string(until_iteration) : "");
   }
   return "none";
 }
@@ -95,8 +97,10 @@ Result<StragglerSpec> ParseStragglerSpec(std::string_view text) {
     if (spec.duration_s < 0) return bad("duration must be >= 0 seconds");
   } else if (name == "heterogeneous") {
     spec.kind = StragglerKind::kHeterogeneous;
-    if (parts.size() < 2 || parts.size() > 3) {
-      return bad("heterogeneous needs the factor and, optionally, the first slowed iteration");
+    if (parts.size() < 2 || parts.size() > 4) {
+      return bad(
+          "heterogeneous needs the factor and, optionally, the first slowed iteration and the "
+          "first at full speed again");
     }
     if (!(s = field(1, "factor", &spec.factor)).ok()) return s;
     if (spec.factor < 1) return bad("factor must be >= 1 (1 = no slowdown)");
@@ -106,6 +110,12 @@ Result<StragglerSpec> ParseStragglerSpec(std::string_view text) {
       return bad("from must be a whole number of iterations >= 0");
     }
     spec.from_iteration = static_cast<int64_t>(from);
+    double until = 0;
+    if (!(s = field(3, "until", &until)).ok()) return s;
+    if (parts.size() == 4 && (until <= from || until != std::floor(until) || until > 1e15)) {
+      return bad("until must be a whole number of iterations > from");
+    }
+    spec.until_iteration = static_cast<int64_t>(until);
   } else {
     return bad(std::string("unknown pattern; ") + kForms);
   }
@@ -172,7 +182,9 @@ double StragglerInjector::NextDelay(double compute_s) {
       }
       break;
     case StragglerKind::kHeterogeneous:
-      if (iterations_ > spec_.from_iteration) {  // iterations_ counts this one
+      // iterations_ counts this one: it is iteration iterations_ - 1.
+      if (iterations_ > spec_.from_iteration &&
+          (spec_.until_iteration == 0 || iterations_ <= spec_.until_iteration)) {
         hit = spec_.factor > 1.0;
         delay = (spec_.factor - 1.0) * compute_s;
       }

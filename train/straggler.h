@@ -8,9 +8,11 @@
 //   failure(p, duration): once per run, with probability p per iteration,
 //       stop for `duration` seconds; never again afterwards. Defaults
 //       p = 0.01, duration = 240 s.
-//   heterogeneous(factor, from): from iteration `from` on (0-based; default
-//       0, every iteration) sleep (factor − 1) × that iteration's compute
-//       time, i.e. the machine becomes `factor` times slower.
+//   heterogeneous(factor, from, until): from iteration `from` (0-based;
+//       default 0) up to but not including `until` (default: no end) sleep
+//       (factor − 1) × that iteration's compute time, i.e. the machine is
+//       `factor` times slower for that stretch (a straggler that comes and
+//       goes when `until` is set).
 //
 // StragglerInjector is the pure decision logic: it is handed the measured
 // compute time and returns the delay; it never reads a clock or sleeps (the
@@ -40,13 +42,14 @@ struct StragglerSpec {
   double duration_s = 240;    // failure: length of the stop, seconds
   double factor = 1.0;        // heterogeneous: slowdown factor (>= 1)
   int64_t from_iteration = 0;  // heterogeneous: the first slowed iteration (0-based)
+  int64_t until_iteration = 0;  // heterogeneous: the first iteration at full speed again; 0 = none
 
   // The canonical text form, parseable by ParseStragglerSpec.
   std::string ToString() const;
 };
 
 // Parses "none", "slow_worker[:p[:min[:max]]]", "failure[:p[:duration_s]]"
-// or "heterogeneous:factor[:from]". Omitted fields take the defaults above.
+// or "heterogeneous:factor[:from[:until]]". Omitted fields take the defaults above.
 // Errors: InvalidArgument naming the bad field and the accepted forms.
 Result<StragglerSpec> ParseStragglerSpec(std::string_view text);
 

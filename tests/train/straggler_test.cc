@@ -34,13 +34,15 @@ TEST(StragglerSpecTest, ParsesEveryFormWithDefaults) {
   EXPECT_DOUBLE_EQ(s.factor, 2.5);
   EXPECT_EQ(s.from_iteration, 0);
   EXPECT_EQ(Parse("heterogeneous:2:300").from_iteration, 300);
+  EXPECT_EQ(Parse("heterogeneous:2:300").until_iteration, 0);
+  EXPECT_EQ(Parse("heterogeneous:2:100:250").until_iteration, 250);
   EXPECT_EQ(Parse("none").kind, StragglerKind::kNone);
 }
 
 TEST(StragglerSpecTest, ToStringRoundTrips) {
   for (const char* text :
        {"none", "slow_worker:0.15:0.5:2", "failure:0.01:240", "heterogeneous:1.5",
-        "heterogeneous:2:300"}) {
+        "heterogeneous:2:300", "heterogeneous:2:0:40", "heterogeneous:2:100:250"}) {
     EXPECT_EQ(Parse(text).ToString(), text);
   }
 }
@@ -49,7 +51,8 @@ TEST(StragglerSpecTest, RejectsBadPatterns) {
   for (const char* text : {"slow", "slow_worker:x", "slow_worker:1.5", "slow_worker:0.1:2:1",
                            "slow_worker:0.1:1:2:3", "failure:0.1:-1", "heterogeneous",
                            "heterogeneous:0.5", "heterogeneous:2:-1", "heterogeneous:2:1.5",
-                           "heterogeneous:2:3:4", "none:1", "slow_worker:"}) {
+                           "heterogeneous:2:3:3", "heterogeneous:2:3:2", "heterogeneous:2:3:4.5",
+                           "heterogeneous:2:3:4:5", "none:1", "slow_worker:"}) {
     Result<StragglerSpec> r = ParseStragglerSpec(text);
     EXPECT_FALSE(r.ok()) << text;
     if (!r.ok()) {
@@ -170,6 +173,16 @@ TEST(StragglerInjectorTest, HeterogeneousFromAnIterationOn) {
   for (int i = 0; i < 10; ++i) EXPECT_EQ(unit.NextDelay(0.5), 0.0);
   EXPECT_EQ(unit.NextDelay(0.5), 0.0);
   EXPECT_EQ(unit.delayed_iterations(), 0);
+}
+
+// A straggler that comes and goes: slow for iterations [from, until) only.
+TEST(StragglerInjectorTest, HeterogeneousUntilAnIteration) {
+  StragglerInjector s(Parse("heterogeneous:3:1:3"), 1);
+  EXPECT_EQ(s.NextDelay(0.010), 0.0);             // iteration 0: full speed
+  EXPECT_DOUBLE_EQ(s.NextDelay(0.010), 0.020);    // 1 and 2: three times slower
+  EXPECT_DOUBLE_EQ(s.NextDelay(0.010), 0.020);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(s.NextDelay(0.010), 0.0) << i;  // 3 on: full speed
+  EXPECT_EQ(s.delayed_iterations(), 2);
 }
 
 }  // namespace
