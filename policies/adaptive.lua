@@ -65,8 +65,11 @@
 --   2. binds and persistent: the persistent ranks become "slower"; while
 --      any rank is slower: quorum(live - slower, no lag bound); a slower
 --      rank stops being one after 4 calls in a row under 1.15 x the median
---   3. under a quorum with no slower rank left: W = max(4 x the lag, start)
---      (async() past max_w), since the ranks left out are that far behind
+--      once its lag x the step is at most a period (the others' wait for
+--      it to catch up); further behind it stays out
+--   3. under a quorum with no slower rank left: the rule at load (sync() by
+--      default): the rank is back, and exact steps are what a window or
+--      async() would cost
 --   4. binds: W = 2W (at least 32), or async() if 2W > max_w
 --   5. no binding wait and no persistent rank for `hold` seconds: W =
 --      max(4 x the largest lag of that time, W / 2), sync() when the ranks
@@ -155,7 +158,13 @@ function on_telemetry(t)
     if ratio > slow then persistent = true end
     if slower[r.rank] then
       if ratio < recovered then slower[r.rank] = slower[r.rank] + 1 else slower[r.rank] = 0 end
-      if slower[r.rank] >= recover_calls then slower[r.rank] = nil end
+      -- Recovered, it rejoins only when catching up (its lag, in steps)
+      -- holds the others a period at most; further behind it stays out and
+      -- adds its updates without holding anybody (at the same speed it never
+      -- catches up by itself).
+      if slower[r.rank] >= recover_calls and r.lag * step <= math.max(dt, step) then
+        slower[r.rank] = nil
+      end
     end
     if not r.waiting and r.silent > stall_steps * step then
       if r.silent > dt and dt > 0 then stalled = true else suspect = true end
@@ -193,7 +202,7 @@ function on_telemetry(t)
     want = quorum(#live - n_slower, math.huge)
   elseif t.rule.kind == "quorum" then
     calm_since = nil
-    want = window(math.max(4 * peak_lag, start))
+    want = window(start)
   else
     local new_w = w
     if binds then

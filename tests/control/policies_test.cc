@@ -361,8 +361,10 @@ TEST_F(AdaptiveTest, APersistentStragglerIsLeftOutOfAQuorumAndStays) {
 
 // A slower rank stays one until its step has been back under 1.15 x the
 // median on 4 calls in a row (no flapping at the threshold, nor on one low
-// reading of a busy host); then the quorum ends in a window above the lag it
-// built up (async() past max_w), so nobody waits for it to catch up.
+// reading of a busy host), and rejoins only when catching up costs the
+// others a period at most (lag x step <= the period): then the quorum ends
+// in the rule at load, sync(). Further behind it stays out of the quorum,
+// where its updates hold nobody back.
 TEST_F(AdaptiveTest, TheQuorumEndsWhenTheRankRecoversBelowTheHysteresis) {
   Load();
   Straggle(3, 3 * kStep);
@@ -377,35 +379,45 @@ TEST_F(AdaptiveTest, TheQuorumEndsWhenTheRankRecoversBelowTheHysteresis) {
     }
     Advance(1);
   };
-  settle(1.2 * kStep, 10);  // under 1.3 x, over 1.15 x: still slower
+  settle(1.2 * kStep, 8);  // under 1.3 x, over 1.15 x: still slower
   EXPECT_EQ(Decide(), std::nullopt);
   // Under 1.15 x on 3 calls, then one reading above: the count starts over.
   for (int call = 0; call < 3; ++call) {
-    settle(1.1 * kStep, 10);
+    settle(1.1 * kStep, 8);
     EXPECT_EQ(Decide(), std::nullopt) << "call " << call;
   }
-  settle(1.2 * kStep, 10);
+  settle(1.2 * kStep, 8);
   EXPECT_EQ(Decide(), std::nullopt);
   for (int call = 0; call < 3; ++call) {
-    settle(1.1 * kStep, 10);
+    settle(1.1 * kStep, 8);
     EXPECT_EQ(Decide(), std::nullopt) << "call " << call;
   }
-  settle(1.1 * kStep, 10);  // the 4th in a row, 10 clocks behind: a window of 40
+  // The 4th in a row, 8 steps of 0.1 s behind: 0.8 s of catching up, under
+  // the 1 s period: back to sync().
+  settle(1.1 * kStep, 8);
   auto d = Decide();
   ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->rule, BarrierParams::Ssp(40));
-  // From a quorum with a rank 30 behind: 4 x 30 is past max_w, async().
+  EXPECT_EQ(d->rule, BarrierParams::Sync());
+  // From a quorum with a rank 30 behind (3 s of catching up): it stays out.
   Load();
   Straggle(3, 3 * kStep);
   ASSERT_EQ(Decide()->rule, BarrierParams::Quorum(3, BarrierParams::kUnbounded));
-  for (int call = 0; call < 3; ++call) {
-    settle(1.1 * kStep, 30);
+  for (int call = 0; call < 20; ++call) {
+    settle(1.0 * kStep, 30);
     EXPECT_EQ(Decide(), std::nullopt) << "call " << call;
   }
-  settle(1.1 * kStep, 30);
+  // Loaded with start = 16, the quorum ends in ssp(16).
+  Load({{"start", "16"}});
+  Straggle(3, 3 * kStep);
+  ASSERT_EQ(Decide()->rule, BarrierParams::Quorum(3, BarrierParams::kUnbounded));
+  for (int call = 0; call < 3; ++call) {
+    settle(1.0 * kStep, 2);
+    EXPECT_EQ(Decide(), std::nullopt) << "call " << call;
+  }
+  settle(1.0 * kStep, 2);
   d = Decide();
   ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->rule, BarrierParams::Async());
+  EXPECT_EQ(d->rule, BarrierParams::Ssp(16));
 }
 
 // Under sync() a snapshot mostly finds the ranks released together (lag 0),
