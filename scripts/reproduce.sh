@@ -11,23 +11,28 @@
 #   bash scripts/reproduce.sh --tables   # no runs: tables and plots from docs/data
 #
 # Figures (docs/results.md, docs/experiments.md, docs/performance.md):
-#   policies-sim   serene-sim, 5 seeds, SYNC, SSP(2), SSP(10), SSP(32), ASYNC and
+#   policies-sim   serene-sim, SYNC, SSP(2), SSP(10), SSP(32), ASYNC and
 #                  policies/adaptive.lua side by side in each scenario of
-#                  experiments/: demo, paper, heterogeneous, failure,
-#                  momentum and slowdown (with a quorum run too), cnn (quick: demo). Virtual time: the same numbers on any AVX2
+#                  experiments/: demo, paper, heterogeneous, momentum and
+#                  slowdown and comego (with a quorum run too), seeds 1-10; failure and
+#                  cnn, seeds 1-5 (their runs take minutes each); quick: the
+#                  demo, seeds 1-5. Virtual time: the same numbers on any AVX2
 #                  machine, whatever its load.
 #   demo-real      serene-experiment, the README's demo (real switch and ranks
 #                  on this host), seeds 1-5 (quick: 1-3), and the second demo,
-#                  experiments/slowdown.toml, seeds 1-3 (not quick). Real time:
+#                  experiments/slowdown.toml, seeds 1-5 (not quick). Real time:
 #                  run it on a quiet machine.
 #   comm           serene-bench comm (scripts/comm_sweep.sh, docs/performance.md):
 #                  Serene against Gloo's allreduce at 4 and 8 workers, 79,510,
 #                  1M and 25.6M values, rows of 362 and 4096, 5 runs of every
 #                  point (~9 min; quick: N = 4 at 79,510 and 1M values, 5
 #                  runs, ~3 min). Real time: run it on a quiet machine.
+#   sim-validation the simulator against real runs (scripts/sim_validation.sh,
+#                  docs/simulator.md): the demo at 4 and 8 ranks, real and
+#                  simulated, seeds 1-5 (~30 min; not quick). Real time.
 # Not yet recorded here (their numbers in docs are still typed from runs):
-# performance.md's micro-benchmarks and scale sweep, the fault matrix summary
-# and the simulator's validation; see docs/results.md.
+# performance.md's micro-benchmarks and scale sweep and the fault matrix
+# summary; see docs/results.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +42,7 @@ while [[ $# -gt 0 ]]; do
     --quick) quick=1; shift ;;
     --tables) tables_only=1; shift ;;
     --only) only+=("$2"); shift 2 ;;
-    -h|--help) sed -n 2,29p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,35p "$0"; exit 0 ;;
     *) echo "reproduce.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -64,16 +69,20 @@ if [[ $tables_only -eq 0 ]]; then
   trap 'rm -rf "$scratch"' EXIT
 
   runs=serene:sync,serene:ssp:2,serene:ssp:10,serene:ssp:32,serene:async,policies/adaptive.lua
-  scenarios=(demo paper heterogeneous failure momentum slowdown cnn)
+  scenarios=(demo paper heterogeneous failure momentum slowdown comego cnn)
   [[ $quick -eq 1 ]] && scenarios=(demo)
   for s in "${scenarios[@]}"; do
     wanted policies-sim "$s" || continue
-    say "policies-sim: $s (serene-sim, seeds 1-5)"
-    # momentum.toml and slowdown.toml list their own runs (a quorum beside
+    say "policies-sim: $s (serene-sim)"
+    # momentum.toml, slowdown.toml and comego.toml list their own runs (a quorum beside
     # the fixed ones).
     run_flags=(--runs "$runs")
-    [[ $s == momentum || $s == slowdown ]] && run_flags=()
-    $BIN/serene-sim -c "experiments/$s.toml" "${run_flags[@]}" --seeds 1,2,3,4,5 \
+    [[ $s == momentum || $s == slowdown || $s == comego ]] && run_flags=()
+    # Time to target moves by 25-100 iterations with any small change early
+    # in a run, so 10 seeds where a run takes seconds of CPU.
+    sim_seeds=1,2,3,4,5,6,7,8,9,10
+    [[ $quick -eq 1 || $s == failure || $s == cnn ]] && sim_seeds=1,2,3,4,5
+    $BIN/serene-sim -c "experiments/$s.toml" "${run_flags[@]}" --seeds "$sim_seeds" \
       --out "$scratch/sim-$s" | grep -E '^(=== seed|run |  JCT)'
     $PY scripts/evidence.py record-sim "$scratch/sim-$s" --figure policies-sim --scenario "$s"
   done
@@ -91,10 +100,10 @@ if [[ $tables_only -eq 0 ]]; then
     done
   fi
   # The second demo: where staleness costs and a rank slows a third of the
-  # way, every policy of experiments/slowdown.toml, seeds 1-3 (not --quick).
+  # way, every policy of experiments/slowdown.toml, seeds 1-5 (not --quick).
   if [[ $quick -eq 0 ]] && wanted demo-real slowdown; then
     fresh=--fresh
-    for seed in 1 2 3; do
+    for seed in 1 2 3 4 5; do
       say "demo-real: slowdown, seed $seed (serene-experiment, real processes)"
       $BIN/serene-experiment -c experiments/slowdown.toml --seed "$seed" \
         --out "$scratch/slowdown-$seed" | tail -n 4
@@ -102,6 +111,11 @@ if [[ $tables_only -eq 0 ]]; then
         --scenario slowdown --seed "$seed" $fresh
       fresh=
     done
+  fi
+
+  if [[ $quick -eq 0 ]] && wanted sim-validation sim-validation; then
+    say "sim-validation: the demo at 4 and 8 ranks, real and simulated, seeds 1-5"
+    bash scripts/sim_validation.sh --bin-dir "$BIN" --out "$scratch/validation"
   fi
 
   if wanted comm comm; then
