@@ -50,7 +50,10 @@
 --              waiting longer than a typical step right now with lag > W;
 --              under sync() the lag is not asked for (every wait is the
 --              barrier's, and a snapshot mostly finds the ranks level)
---   persistent some live rank's work_time > slow x the median work_time
+--   persistent some live rank's work_time > slow x the median work_time,
+--              its last step too above 1.15 x (a rank's first steps are slow
+--              while libtorch warms up, and stay in its EWMA for dozens of
+--              steps: its latest step says whether it is still slow)
 --   stalled    some live rank, not waiting, has sent nothing for 4 typical
 --              steps and for a whole period: a stop (a failure, a long
 --              pause) under way; a slow_worker stall (at most 2 steps' sleep
@@ -155,7 +158,7 @@ function on_telemetry(t)
   local persistent, stalled, suspect = false, false, false
   for _, r in ipairs(live) do
     local ratio = r.work_time / step
-    if ratio > slow then persistent = true end
+    if ratio > slow and r.last_work_time > recovered * step then persistent = true end
     if slower[r.rank] then
       if ratio < recovered then slower[r.rank] = slower[r.rank] + 1 else slower[r.rank] = 0 end
       -- Recovered, it rejoins only when catching up (its lag, in steps)
@@ -187,7 +190,9 @@ function on_telemetry(t)
 
   if binds and persistent and not stalled then
     for _, r in ipairs(live) do
-      if r.work_time > slow * step then slower[r.rank] = 0 end
+      if r.work_time > slow * step and r.last_work_time > recovered * step then
+        slower[r.rank] = 0
+      end
     end
   end
   local n_slower = 0

@@ -455,6 +455,20 @@ TEST_F(AdaptiveTest, UnderSyncAWaitBindsWhateverTheLag) {
   }
 }
 
+// A rank whose first steps were slow (libtorch warming up) carries them in
+// its EWMA for dozens of steps; its latest step is normal: not persistent,
+// so a wait gets a window, not a quorum that leaves a healthy rank out.
+TEST_F(AdaptiveTest, ASlowStartInTheEwmaIsNotAPersistentStraggler) {
+  Load();
+  Straggle(3, 3 * kStep);
+  t_.mutable_ranks(3)->set_last_work_ns(Ns(kStep));  // the EWMA is 3 x, its last step 1 x
+  Derive(&t_);
+  auto d = Decide();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->rule, BarrierParams::Ssp(32));
+  EXPECT_THAT(script_->TakeLog().at(0), Not(HasSubstr("persistently slow")));
+}
+
 // Two slower machines of four: a quorum of the other two.
 TEST_F(AdaptiveTest, EverySlowerRankIsLeftOut) {
   Load();
@@ -462,6 +476,7 @@ TEST_F(AdaptiveTest, EverySlowerRankIsLeftOut) {
     v1::RankTelemetry* r = t_.mutable_ranks(i);
     const bool slow = i >= 2;
     r->set_work_ns(Ns(slow ? 3 * kStep : kStep));
+    r->set_last_work_ns(Ns(slow ? 3 * kStep : kStep));
     r->set_done(slow ? 1000 : 1001);
     r->set_waiting(!slow);
     r->set_wait_now_ns(slow ? 0 : Ns(3 * kStep));  // longer than the median step, 0.2 s
