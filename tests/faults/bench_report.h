@@ -84,8 +84,8 @@ BenchReport ParseBenchOutput(const std::string& output);
 
 // testing::ExpectFaultsFired (testing/fault_check.h) on a run: the switch's
 // injectors did what `spec` configures, and, if `expect_retransmissions`
-// and the spec loses datagrams, the ranks retransmitted (serene-bench's READ
-// and CLOCK retransmissions > 0).
+// and the spec loses requests, the ranks re-sent something (serene-bench's
+// READ and CLOCK retransmissions plus the NACKs that had INC rows re-sent).
 void ExpectFaultsFired(const std::string& spec, const BenchReport& r, bool expect_retransmissions);
 
 // Processes whose parent is `parent` (from /proc), with their command names.

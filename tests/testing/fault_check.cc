@@ -73,7 +73,8 @@ void ExpectFaultsFired(const std::string& spec, const InjectorReport& report,
   // any more (seen: drop=0.001,burst=64,dir=tx lost 128 of 2404 with every
   // result exact and nothing re-sent), so tx-only loss asserts the drops.
   if (retransmissions && f.drop > 0 && f.applies_to_rx()) {
-    EXPECT_GT(*retransmissions, 0u) << "loss injected on requests, but no rank retransmitted";
+    EXPECT_GT(*retransmissions, 0u)
+        << "loss injected on requests, but no rank re-sent anything (on a timeout or a NACK)";
   }
 }
 

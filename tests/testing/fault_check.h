@@ -31,7 +31,8 @@ InjectorReport ParseInjectorReport(const std::string& output);
 // gtest expectations: in each direction `spec` (a --fault spec) names,
 // datagrams dropped, duplicated, reordered and delayed > 0 for each fault
 // with a non-zero probability or delay; and, if `retransmissions` is given
-// and the spec loses datagrams, that it is > 0 (the ranks had to recover).
+// (every re-send: on a timeout or a NACK) and the spec loses requests, that
+// it is > 0 (the ranks had to recover).
 // `output` is shown on failure.
 void ExpectFaultsFired(const std::string& spec, const InjectorReport& report,
                        std::optional<uint64_t> retransmissions, const std::string& output);
