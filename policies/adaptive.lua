@@ -155,10 +155,15 @@ function on_telemetry(t)
   end
   if #works == 0 then return nil end  -- no step measured yet
   local step = median(works)
-  local persistent, stalled, suspect = false, false, false
+  local persistent = {}  -- the live ranks persistently slow now
+  local stalled, suspect = false, false
+  local live_rank = {}
   for _, r in ipairs(live) do
+    live_rank[r.rank] = true
     local ratio = r.work_time / step
-    if ratio > slow and r.last_work_time > recovered * step then persistent = true end
+    if ratio > slow and r.last_work_time > recovered * step then
+      persistent[#persistent + 1] = r.rank
+    end
     if slower[r.rank] then
       if ratio < recovered then slower[r.rank] = slower[r.rank] + 1 else slower[r.rank] = 0 end
       -- Recovered, it rejoins only when catching up (its lag, in steps)
@@ -174,9 +179,7 @@ function on_telemetry(t)
     end
   end
   for rank in pairs(slower) do  -- a rank that left (evicted) is no longer one
-    local still = false
-    for _, r in ipairs(live) do if r.rank == rank then still = true end end
-    if not still then slower[rank] = nil end
+    if not live_rank[rank] then slower[rank] = nil end
   end
 
   local w = t.rule.window  -- math.huge under async(), 0 under quorum
@@ -188,12 +191,8 @@ function on_telemetry(t)
        (wait_now > step and (w == 0 or max_lag > w)))
   if suspect and not stalled then return nil end  -- a stop or a time slice: see next call
 
-  if binds and persistent and not stalled then
-    for _, r in ipairs(live) do
-      if r.work_time > slow * step and r.last_work_time > recovered * step then
-        slower[r.rank] = 0
-      end
-    end
+  if binds and not stalled then
+    for _, rank in ipairs(persistent) do slower[rank] = 0 end
   end
   local n_slower = 0
   for _ in pairs(slower) do n_slower = n_slower + 1 end
@@ -213,7 +212,7 @@ function on_telemetry(t)
     if binds then
       calm_since = nil
       new_w = math.max(2 * w, 32)
-    elseif persistent then
+    elseif #persistent > 0 then
       calm_since = nil
     else
       if calm_since == nil then calm_since, calm_lag = t.now, max_lag end
@@ -231,7 +230,7 @@ function on_telemetry(t)
   if want == t.rule then return nil end
   log(string.format("%s -> %s: step %.3f s, waited %.2f s (%.2f s now), max lag %d " ..
                     "(peak %d)%s%s%s", t.rule.text, want.text, step, waited, wait_now, max_lag,
-                    peak_lag, persistent and ", a rank persistently slow" or "",
+                    peak_lag, #persistent > 0 and ", a rank persistently slow" or "",
                     stalled and ", a rank stalled" or "",
                     n_slower > 0 and string.format(", %d rank(s) slower", n_slower) or ""))
   return want
