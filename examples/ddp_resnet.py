@@ -19,9 +19,9 @@ import time
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 
-from fashion_resnet import RunLog, add_common_flags, evaluate, images, resnet, shard_batches
+from fashion_resnet import (RunLog, add_common_flags, evaluate, images, resnet, shard_batches,
+                            train_step)
 
 
 class TimedAllreduce:
@@ -76,10 +76,7 @@ def main():
     for step in range(1, args.steps + 1):
         started = time.monotonic()
         idx = next(batches)
-        opt.zero_grad()
-        F.cross_entropy(model(x_train[idx]), y_train[idx]).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-        opt.step()
+        train_step(model, opt, x_train[idx], y_train[idx])
         schedule.step()
         log.step(time.monotonic() - started, comm_s() if comm_s else None)
         if step % args.eval_every == 0 or step == args.steps:

@@ -16,10 +16,10 @@ import argparse
 import time
 
 import torch
-import torch.nn.functional as F
 
 import serene.torch
-from fashion_resnet import RunLog, add_common_flags, evaluate, images, resnet, shard_batches
+from fashion_resnet import (RunLog, add_common_flags, evaluate, images, resnet, shard_batches,
+                            train_step)
 
 
 def main():
@@ -40,10 +40,7 @@ def main():
     for step in range(1, args.steps + 1):
         started = time.monotonic()
         idx = next(batches)
-        opt.zero_grad()
-        F.cross_entropy(model(x_train[idx]), y_train[idx]).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-        opt.step()
+        train_step(model, opt, x_train[idx], y_train[idx])
         schedule.step()
         log.step(time.monotonic() - started, opt.comm_s)
         if opt.finished:  # rank 0 reached the target and ended the job
