@@ -81,6 +81,14 @@
 -- It returns a rule only when it differs from the one in force, and nothing
 -- while a change is pending (the switch takes one at a time).
 
+-- A parameter this script does not know is refused, not ignored: a typo
+-- (or one an earlier version had) would otherwise run the defaults unseen.
+for name in pairs(params) do
+  if not ({start = 1, max_w = 1, slow = 1, wait = 1, hold = 1})[name] then
+    error("unknown parameter '" .. tostring(name) ..
+          "' (known: start, max_w, slow, wait, hold)", 0)
+  end
+end
 local start = params.start or 0
 local max_w = params.max_w or 64
 local slow = params.slow or 1.3

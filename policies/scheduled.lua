@@ -9,6 +9,11 @@
 -- judges every clock before it by SYNC and every clock from it on by SSP,
 -- however long the controller's period. If the job is already past that
 -- clock (the controller started late), the change takes effect at once.
+for name in pairs(params) do
+  if name ~= "sync_clocks" and name ~= "w" then
+    error("unknown parameter '" .. tostring(name) .. "' (known: sync_clocks, w)", 0)
+  end
+end
 local sync_clocks = params.sync_clocks or 100
 local later = ssp(params.w or 10)
 

@@ -125,6 +125,21 @@ TEST(PoliciesTest, QuorumNeedsK) {
   EXPECT_THAT(bad.status().message(), HasSubstr("quorum: k must be"));
 }
 
+// A parameter a script does not know (a typo, or `jump`, which an earlier
+// adaptive.lua had) is refused at load, not run as the defaults unseen.
+TEST(PoliciesTest, UnknownParametersAreRefused) {
+  auto adaptive = PolicyScript::LoadFile((kPolicies / "adaptive.lua").string(), {{"jump", "32"}});
+  EXPECT_EQ(adaptive.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_THAT(adaptive.status().message(), HasSubstr("unknown parameter 'jump'"));
+  EXPECT_THAT(adaptive.status().message(), HasSubstr("known: start, max_w, slow, wait, hold"));
+  auto scheduled = PolicyScript::LoadFile((kPolicies / "scheduled.lua").string(), {{"W", "10"}});
+  EXPECT_THAT(scheduled.status().message(), HasSubstr("unknown parameter 'W'"));
+  for (const char* name : {"start", "max_w", "slow", "wait", "hold"}) {
+    EXPECT_TRUE(PolicyScript::LoadFile((kPolicies / "adaptive.lua").string(), {{name, "2"}}).ok())
+        << name;
+  }
+}
+
 // ---------------------------------------------------------------- scheduled
 
 TEST(PoliciesTest, ScheduledSwitchesToSspAtTheClock) {
