@@ -337,6 +337,201 @@ def record_comm(args):
           f"{os.path.relpath(path, ROOT)} ({len(kept)} of other points kept)")
 
 
+# Google Benchmark outputs (--benchmark_out_format=json): one record per
+# repetition of each benchmark; the binary is the scenario.
+BENCH_META = {"name", "family_index", "per_family_instance_index", "run_name", "run_type",
+              "repetitions", "repetition_index", "threads", "iterations", "time_unit",
+              "aggregate_name", "aggregate_unit", "label", "error_occurred", "error_message"}
+
+
+def record_bench(args):
+    """Records a Google Benchmark JSON output (run with
+    --benchmark_repetitions=N): every repetition of every benchmark, its
+    times and counters. The binary's earlier records are replaced."""
+    try:
+        with open(args.out) as f:
+            j = json.load(f)
+        runs = [b for b in j["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+    except (OSError, ValueError, KeyError) as e:
+        fail(f"{args.out}: not a Google Benchmark JSON output ({e})")
+    errors = [b["name"] for b in runs if b.get("error_occurred")]
+    if errors:
+        fail(f"{args.out}: benchmarks failed: {', '.join(errors)}")
+    if not runs:
+        fail(f"{args.out}: no benchmark runs")
+    m = machine()
+    binary = args.binary or os.path.basename(j["context"]["executable"])
+    records = []
+    for b in runs:
+        r = dict(m, figure="micro", scenario=binary, source=binary,
+                 benchmark=b["run_name"], repetition=b.get("repetition_index", 0),
+                 iterations=b["iterations"], time_unit=b["time_unit"])
+        r.update({k: v for k, v in b.items()
+                  if k not in BENCH_META and isinstance(v, (int, float))})
+        records.append(r)
+    replace_records("micro", binary, records)
+
+
+# The micro-benchmarks docs/performance.md shows: benchmark -> what it is.
+# Times are CPU time per iteration (single-threaded loops), except the
+# benchmarks named .../real_time, which are wall-clock time.
+MICRO = {
+    "dataplane_bench": [
+        ("BM_IncRow/256", "INC of a row of 256 values (applied)"),
+        ("BM_IncRow/4096", "INC, row of 4096"),
+        ("BM_ReadRow/256", "READ of a row of 256 (into the Output)"),
+        ("BM_ReadRow/4096", "READ, row of 4096"),
+        ("BM_DropBadKey", "packet with a wrong key (dropped)"),
+        ("BM_SyncClock/4", "SYNC round of 4 ranks (4 INC + 4 CLOCK)"),
+        ("BM_SyncClock/64", "SYNC round of 64 ranks"),
+        ("BM_SyncClock/256", "SYNC round of 256 ranks (target ≤ 50 µs)"),
+        ("BM_SyncBarrierRound/256", "the barrier alone: SYNC round of 256 CLOCKs"),
+        ("BM_SspStragglerClock/256", "SSP clock of 256 ranks with a straggler"),
+        ("BM_SyncModelClock/elements:1000000/row:4096/burst:1",
+         "a whole SYNC clock of 4 ranks, 1M values, rows of 4096, reply group"),
+        ("BM_SyncModelClock/elements:8000000/row:4096/burst:1",
+         "the same, 8M values (a 64 MB table: out of the caches)"),
+        ("BM_SyncModelClock/elements:1000000/row:362/burst:1",
+         "the same, 1M values, rows of 362 (MTU-sized), one Process per packet"),
+        ("BM_SyncModelClock/elements:1000000/row:362/burst:44",
+         "the same, served in bursts of 44 INCs (a GSO train)"),
+        ("BM_SyncModelClock/elements:8000000/row:362/burst:44",
+         "the same, 8M values, bursts of 44"),
+    ],
+    "conversion_bench": [
+        ("BM_StoreValues/79510", "int32 → wire (StoreValues), 79,510 values"),
+        ("BM_StoreValues/1000000", "int32 → wire, 1M values"),
+        ("BM_LoadValues/79510", "wire → int32 (LoadValues), 79,510 values"),
+        ("BM_LoadValues/1000000", "wire → int32, 1M values"),
+        ("BM_Quantize/79510", "float → fixed point (Quantize), 79,510 values"),
+        ("BM_Quantize/1000000", "float → fixed point, 1M values"),
+        ("BM_Dequantize/79510", "fixed point → float (Dequantize), 79,510 values"),
+        ("BM_Dequantize/1000000", "fixed point → float, 1M values"),
+    ],
+    "telemetry_bench": [
+        ("BM_TelemetrySnapshot/workers:4/serialize:0",
+         "Pipeline::Telemetry, 4 ranks (the part under the job's lock)"),
+        ("BM_TelemetrySnapshot/workers:256/serialize:0", "Pipeline::Telemetry, 256 ranks"),
+        ("BM_TelemetrySnapshot/workers:4/serialize:1",
+         "snapshot + the API message + serialization, 4 ranks"),
+        ("BM_TelemetrySnapshot/workers:256/serialize:1", "the same, 256 ranks"),
+        ("BM_SyncRoundWithTelemetry/workers:4/period_us:0/real_time",
+         "SYNC round of 4 ranks, no telemetry reader"),
+        ("BM_SyncRoundWithTelemetry/workers:4/period_us:100000/real_time",
+         "the same, a 10 Hz reader"),
+        ("BM_SyncRoundWithTelemetry/workers:4/period_us:1000/real_time",
+         "the same, a 1 kHz reader"),
+        ("BM_SyncRoundWithTelemetry/workers:256/period_us:0/real_time",
+         "SYNC round of 256 ranks, no reader"),
+        ("BM_SyncRoundWithTelemetry/workers:256/period_us:100000/real_time",
+         "the same, a 10 Hz reader"),
+        ("BM_SyncRoundWithTelemetry/workers:256/period_us:1000/real_time",
+         "the same, a 1 kHz reader"),
+    ],
+}
+NS_PER = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def fmt_ns(ns):
+    """A time in ns, in the unit that reads best, 3 significant digits."""
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            return f"{ns / scale:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+def table_micro(binary):
+    def make():
+        records = [r for r in read_records("micro") if r["scenario"] == binary]
+        if not records:
+            return [f"(no records of {binary} in docs/data/micro.jsonl: run "
+                    "scripts/reproduce.sh --only micro)"]
+        by = {}
+        for r in records:
+            by.setdefault(r["benchmark"], []).append(r)
+        reps = sorted({len(v) for v in by.values()})
+        lines = [f"Time per iteration, median (min–max) over {'/'.join(map(str, reps))} "
+                 "repetitions of one run; GB/s of values where the benchmark counts bytes.", "",
+                 "| benchmark | what | time | GB/s |", "|---|---|---|---|"]
+        for name, what in MICRO[binary]:
+            rs = by.get(name)
+            if not rs:
+                lines.append(f"| `{name}` | {what} | not measured | |")
+                continue
+            key = "real_time" if name.endswith("/real_time") else "cpu_time"
+            times = [r[key] * NS_PER[r["time_unit"]] for r in rs]
+            gbs = [r["bytes_per_second"] / 1e9 for r in rs if r.get("bytes_per_second")]
+            lines.append(f"| `{name}` | {what} | {fmt_range(times, fmt_ns)} | "
+                         f"{fmt_range(gbs, lambda x: f'{x:.1f}') if gbs else ''} |")
+        return lines + ["", machines_line(records)]
+    return make
+
+
+def table_flood():
+    """flood_bench's ratios, median (min–max) over the repetitions: the job's
+    rounds per second with a keyless-JOIN flood beside it over without."""
+    records = [r for r in read_records("micro") if r["scenario"] == "flood_bench"]
+    if not records:
+        return ["(no records of flood_bench in docs/data/micro.jsonl: run "
+                "scripts/reproduce.sh --only micro)"]
+    f2 = lambda x: f"{x:.2f}"
+    get = lambda key: [r[key] for r in records if key in r]
+    med = statistics.median(get("ratio_quiet"))
+    pinned = sum(1 for r in records if r.get("pinned"))
+    return [f"{len(records)} repetitions of one run ({pinned} with both threads pinned to "
+            "their CPUs); median (min–max).", "",
+            "| `ratio_quiet` (flooded / quiet rounds per second) | `spin_quiet` (a spinning "
+            "neighbour / quiet) | keyless JOINs dropped per second | within 10 % (≥ 0.9) |",
+            "|---|---|---|---|",
+            f"| {fmt_range(get('ratio_quiet'), f2)} | {fmt_range(get('spin_quiet'), f2)} | "
+            f"{fmt_range(get('flood_pps'), lambda x: f'{x / 1e6:.1f} M')} | "
+            f"{'met' if med >= 0.9 else 'not met'} (median) |",
+            "", machines_line(records)]
+
+
+def record_scale(args):
+    """Records a scripts/scale_sweep.sh output (OUT.jsonl, one line per run
+    of each point): the sweep replaces every earlier scale record."""
+    try:
+        with open(args.out) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+        m = machine()
+        records = [dict(m, figure="scale", scenario="scale", source="scripts/scale_sweep.sh",
+                        **{k: r[k] for k in SCALE_KEYS}) for r in rows]
+    except (OSError, ValueError, KeyError) as e:
+        fail(f"{args.out}: not a scripts/scale_sweep.sh OUT.jsonl ({e})")
+    if not records:
+        fail(f"{args.out}: no records")
+    replace_records("scale", "scale", records)
+
+
+SCALE_KEYS = ["ranks", "run", "clocks", "elements", "clocks_per_s", "switch_cpu_ms_per_clock",
+              "switch_cpu_us_per_rank_clock", "read_retransmits", "clock_retransmits", "wall_s"]
+
+
+def table_scale():
+    records = read_records("scale")
+    if not records:
+        return ["(no records in docs/data/scale.jsonl: run scripts/reproduce.sh --only scale)"]
+    by = {}
+    for r in records:
+        by.setdefault(r["ranks"], []).append(r)
+    runs = sorted({len(v) for v in by.values()})
+    lines = [f"Median (min–max) over {'/'.join(map(str, runs))} runs of each point; re-sends "
+             "summed over the runs.", "",
+             "| ranks | clocks per run | clocks/s | switch CPU per clock of all ranks (ms) | "
+             "per clock of one rank (µs) | READs re-sent | CLOCKs re-sent |",
+             "|---|---|---|---|---|---|---|"]
+    for n, rs in sorted(by.items()):
+        lines.append(
+            f"| {n} | {'/'.join(str(c) for c in sorted({r['clocks'] for r in rs}))} | "
+            f"{fmt_range([r['clocks_per_s'] for r in rs], lambda x: f'{x:.1f}')} | "
+            f"{fmt_range([r['switch_cpu_ms_per_clock'] for r in rs], lambda x: f'{x:.3f}')} | "
+            f"{fmt_range([r['switch_cpu_us_per_rank_clock'] for r in rs], lambda x: f'{x:.1f}')} | "
+            f"{sum(r['read_retransmits'] for r in rs)} | {sum(r['clock_retransmits'] for r in rs)} |")
+    return lines + ["", machines_line(records)]
+
+
 # ------------------------------------------------------------------- tables
 
 def fmt_range(xs, f):
@@ -365,9 +560,10 @@ def machines_line(records):
             f"{dates[0] if len(dates) == 1 else dates[0] + ' to ' + dates[-1]}.")
 
 
-def pct_of_sync_by_label(records):
-    """{label: [JCT as % of the same seed's SYNC run, one per seed that has
-    both]}, labels in the order the records first name them."""
+def pct_of_sync_by_label(records, key="jct_s"):
+    """{label: [`key` (the JCT by default) as % of the same seed's SYNC run,
+    one per seed that has both]}, labels in the order the records first name
+    them."""
     seeds = sorted({r["seed"] for r in records})
     runs = {(r["seed"], r["label"]): r for r in records}
     out = {}
@@ -376,28 +572,49 @@ def pct_of_sync_by_label(records):
     for label, pct in out.items():
         for s in seeds:
             a, b = runs.get((s, "SYNC")), runs.get((s, label))
-            if a and b and a["jct_s"] and b["jct_s"]:
-                pct.append(100 * b["jct_s"] / a["jct_s"])
+            if a and b and a.get(key) and b.get(key) is not None:
+                pct.append(100 * b[key] / a[key])
     return out
 
 
-def policy_table(records):
+def has_accuracy(r):
+    x = r.get("final_accuracy")
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def policy_table(records, waits=False, paper=None):
     """Per run label: JCT as % of the same seed's SYNC run, median (min–max)
-    over seeds; JCT; iterations; final accuracy; seeds that reached the target."""
+    over seeds; JCT; iterations; final accuracy; seeds that reached the target.
+    `waits`: the time in pull and push and the barrier's part of it (summed
+    over ranks) as % of SYNC's too. `paper`: {label: the reference paper's
+    JCT % of SYNC} for a column beside ours. Timing-only records (no
+    accuracy) leave out accuracy and target."""
     seeds = sorted({r["seed"] for r in records})
     runs = {(r["seed"], r["label"]): r for r in records}
+    trains = any(has_accuracy(r) for r in records)
+    head = ["run", "JCT % of SYNC"] + (["paper"] if paper else []) + ["JCT (s)"]
+    if waits:
+        head += ["waiting % of SYNC", "barrier wait % of SYNC"]
+    head += ["iterations"] + (["final accuracy", "reached target"] if trains else [])
     lines = [f"{len(seeds)} seeds ({', '.join(str(s) for s in seeds)}); median (min–max) over "
-             "seeds.", "",
-             "| run | JCT % of SYNC | JCT (s) | iterations | final accuracy | reached target |",
-             "|---|---|---|---|---|---|"]
+             "seeds." + ("" if trains else " Timing only: no gradients, a fixed step count."), "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    waiting = pct_of_sync_by_label(records, "wait_total_s") if waits else {}
+    barrier = pct_of_sync_by_label(records, "barrier_wait_total_s") if waits else {}
+    f1 = lambda x: f"{x:.1f}"
     for label, pct in pct_of_sync_by_label(records).items():
         rs = [runs[(s, label)] for s in seeds if (s, label) in runs]
-        lines.append("| {} | {} | {} | {} | {} | {}/{} |".format(
-            label, fmt_range(pct, lambda x: f"{x:.1f}"),
-            fmt_range([r["jct_s"] for r in rs], lambda x: f"{x:.2f}"),
-            fmt_range([r["iterations"] for r in rs], lambda x: f"{x:.0f}"),
-            fmt_range([r["final_accuracy"] for r in rs], lambda x: f"{x:.4f}"),
-            sum(1 for r in rs if r["reached"]), len(rs)))
+        cells = [label, fmt_range(pct, f1)]
+        if paper:
+            cells.append(f"{paper[label]:.1f}" if label in paper else "")
+        cells.append(fmt_range([r["jct_s"] for r in rs], lambda x: f"{x:.2f}"))
+        if waits:
+            cells += [fmt_range(waiting[label], f1), fmt_range(barrier[label], f1)]
+        cells.append(fmt_range([r["iterations"] for r in rs], lambda x: f"{x:.0f}"))
+        if trains:
+            cells += [fmt_range([r["final_accuracy"] for r in rs], lambda x: f"{x:.4f}"),
+                      f"{sum(1 for r in rs if r['reached'])}/{len(rs)}"]
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
@@ -432,7 +649,15 @@ def adaptive_verdict(records, label="ADAPTIVE", bound=1.05):
 VERDICT_BOUND = {"momentum": 0.90, "slowdown": 0.90, "comego": 0.90}
 
 
-def table_policies(figure, scenario, default_bound):
+# The reference paper's JCT as % of SYNC (its figures for 4 ranks; for 8,
+# "W = 10 saved 46 %"), beside ours where the protocol is theirs.
+PAPER_N4 = {"SSP(2)": 64.9, "SSP(10)": 60.3, "SSP(16)": 60.1, "SSP(32)": 58.7, "SSP(48)": 58.4,
+            "ASYNC": 55.5}
+PAPER_JCT = {("policies-sim", "paper"): PAPER_N4, ("paper-scale", "wall-n4-timing"): PAPER_N4,
+             ("paper-scale", "n8"): {"SSP(10)": 54.0}}
+
+
+def table_policies(figure, scenario, default_bound, waits=False):
     """Every policy of `scenario` side by side from the records of `figure`,
     with ADAPTIVE's verdict: the bound is VERDICT_BOUND's for the scenarios
     built so that no fixed policy is right, else `default_bound` (1.05 in
@@ -443,9 +668,14 @@ def table_policies(figure, scenario, default_bound):
             return [f"(no records of {scenario} in docs/data/{figure}.jsonl: run "
                     f"scripts/reproduce.sh)"]
         bound = VERDICT_BOUND.get(scenario, default_bound)
-        return policy_table(records) + [""] + adaptive_verdict(records, bound=bound) + [
+        table = policy_table(records, waits=waits, paper=PAPER_JCT.get((figure, scenario)))
+        return table + [""] + adaptive_verdict(records, bound=bound) + [
             "", machines_line(records)]
     return make
+
+
+# The paper-scale figure's scenarios (scripts/reproduce.sh).
+PAPER_SCALE = ["n8", "n16", "n64-timing", "wall-n4-timing", "heterogeneous-n8", "failure-short"]
 
 
 def table_comm():
@@ -506,7 +736,15 @@ def generators():
                            {"demo", "paper", "heterogeneous", "failure", "momentum", "slowdown",
                             "comego",
                             "cnn"}):
-        gens[f"policies-sim-{scenario}"] = table_policies("policies-sim", scenario, 1.05)
+        gens[f"policies-sim-{scenario}"] = table_policies("policies-sim", scenario, 1.05,
+                                                           waits=True)
+    for binary in MICRO:
+        gens[f"micro-{binary}"] = table_micro(binary)
+    gens["micro-flood_bench"] = table_flood
+    gens["scale"] = table_scale
+    for scenario in PAPER_SCALE:
+        gens[f"paper-scale-{scenario}"] = table_policies("paper-scale", scenario, 1.05,
+                                                         waits=True)
     return gens
 
 
@@ -559,6 +797,7 @@ def plots(args):
     policy's window over time."""
     plot_comm()
     plot_windows()
+    plot_scale()
     by = by_scenario(read_records("policies-sim"))
     if not by:
         return
@@ -626,6 +865,40 @@ set ylabel "ms per iteration (exchange / allreduce)"
 set key top left
 set grid
 plot {", ".join(plots_)}
+"""
+        subprocess.run(["gnuplot"], input=script, text=True, check=True)
+        print(f"evidence: {os.path.relpath(out, ROOT)}")
+
+
+def plot_scale():
+    """Clocks per second and the switch's CPU per rank-clock against ranks
+    (medians over the runs of each point)."""
+    records = read_records("scale")
+    if not records:
+        return
+    by = {}
+    for r in records:
+        by.setdefault(r["ranks"], []).append(r)
+    with tempfile.TemporaryDirectory() as tmp:
+        dat = os.path.join(tmp, "scale.dat")
+        with open(dat, "w") as f:
+            for n, rs in sorted(by.items()):
+                f.write(f"{n} {statistics.median(r['clocks_per_s'] for r in rs)} "
+                        f"{statistics.median(r['switch_cpu_us_per_rank_clock'] for r in rs)}\n")
+        out = os.path.join(DOCS, "img", "scale.png")
+        script = f"""set terminal pngcairo size 900,520 noenhanced
+set output "{out}"
+set title "One switch, N worker processes on {records[0]['cores']} cores (SYNC, median over runs)"
+set logscale x 2
+set xlabel "ranks"
+set ylabel "clocks per second"
+set y2label "switch CPU per clock of one rank (us)"
+set ytics nomirror
+set y2tics
+set key top right
+set grid
+plot "{dat}" using 1:2 with linespoints lw 2 title "clocks/s (all ranks share the cores)", \\
+     "{dat}" using 1:3 axes x1y2 with linespoints lw 2 title "switch CPU us per rank-clock"
 """
         subprocess.run(["gnuplot"], input=script, text=True, check=True)
         print(f"evidence: {os.path.relpath(out, ROOT)}")
@@ -717,6 +990,15 @@ def main():
     s.add_argument("--scenario", required=True, help="n4 or n8")
     s.add_argument("--commit", help="the commit the runs were made at, if not HEAD")
     s.set_defaults(func=record_validation)
+    s = sub.add_parser("record-bench", help="records a Google Benchmark JSON output "
+                       "(--benchmark_out_format=json) in docs/data/micro.jsonl")
+    s.add_argument("out")
+    s.add_argument("--binary", help="the benchmark binary's name (default: from the output)")
+    s.set_defaults(func=record_bench)
+    s = sub.add_parser("record-scale", help="records a scripts/scale_sweep.sh output "
+                       "(OUT.jsonl) in docs/data/scale.jsonl")
+    s.add_argument("out")
+    s.set_defaults(func=record_scale)
     s = sub.add_parser("record-comm", help="records a scripts/comm_sweep.sh output (OUT.jsonl)")
     s.add_argument("out")
     s.set_defaults(func=record_comm)

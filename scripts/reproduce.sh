@@ -32,12 +32,18 @@
 #                  8 and 16 ranks, 64 ranks timing only, sleeps relative to
 #                  the wall-clock iteration, a slower machine in 8, a 2 s
 #                  failure; seeds 1-5 (~45 min; not quick). Virtual time.
+#   micro          the Google Benchmark binaries behind performance.md's
+#                  data-plane, conversion, telemetry and flood tables, 5
+#                  repetitions each (~10 min; quick: conversion_bench only).
+#                  Real time: run it on a quiet machine.
+#   scale          scripts/scale_sweep.sh: serene-bench with 4-256 worker
+#                  processes on one switch, 5 runs of each point (~5 min; not
+#                  quick). Real time.
 #   sim-validation the simulator against real runs (scripts/sim_validation.sh,
 #                  docs/simulator.md): the demo at 4 and 8 ranks, real and
 #                  simulated, seeds 1-5 (~30 min; not quick). Real time.
-# Not yet recorded here (their numbers in docs are still typed from runs):
-# performance.md's micro-benchmarks and scale sweep and the fault matrix
-# summary; see docs/results.md.
+# Not yet recorded here (its numbers are still typed from runs): the fault
+# matrix summary in docs/reliability.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,7 +53,7 @@ while [[ $# -gt 0 ]]; do
     --quick) quick=1; shift ;;
     --tables) tables_only=1; shift ;;
     --only) only+=("$2"); shift 2 ;;
-    -h|--help) sed -n 2,40p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,46p "$0"; exit 0 ;;
     *) echo "reproduce.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -115,6 +121,25 @@ if [[ $tables_only -eq 0 ]]; then
         grep -E '^(=== seed|run |  JCT)'
       $PY scripts/evidence.py record-sim "$scratch/scale-$s" --figure paper-scale --scenario "$s"
     done
+  fi
+
+  # The micro-benchmarks (docs/performance.md): 5 repetitions of each, one
+  # run per binary (quick: conversion_bench only). Real time: a quiet host.
+  if wanted micro micro; then
+    benches=(dataplane_bench conversion_bench telemetry_bench flood_bench)
+    [[ $quick -eq 1 ]] && benches=(conversion_bench)
+    for b in "${benches[@]}"; do
+      say "micro: $b, 5 repetitions"
+      $BIN/$b --benchmark_repetitions=5 --benchmark_out="$scratch/$b.json" \
+        --benchmark_out_format=json >/dev/null
+      $PY scripts/evidence.py record-bench "$scratch/$b.json"
+    done
+  fi
+
+  if [[ $quick -eq 0 ]] && wanted scale scale; then
+    say "scale: serene-bench at 4-256 ranks, 5 runs of each point (real processes)"
+    bash scripts/scale_sweep.sh --bin-dir "$BIN" --runs 5 --out "$scratch/scale/sweep" >/dev/null
+    $PY scripts/evidence.py record-scale "$scratch/scale/sweep.jsonl"
   fi
 
   seeds=(1 2 3 4 5)
