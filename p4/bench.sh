@@ -19,8 +19,8 @@ if [[ ${3:-} == one ]]; then
   TARGET=$4
   WINDOW=$5
   source "$HERE/switch_env.sh"
-  start_switch "id=1,workers=2,elements=$((ROWS * 64)),row=64,key=0x5e4e" >/dev/null
-  out=$("${RUN[@]}" "$BIN/serene-bench" --switch "$SWITCH" --job 1 --key 0x5e4e --workers 2 \
+  start_switch "id=1,workers=2,elements=$((ROWS * 64)),row=64,key_file=$(key_file 0x5e4e)" >/dev/null
+  out=$("${RUN[@]}" env SERENE_KEY=0x5e4e "$BIN/serene-bench" --switch "$SWITCH" --job 1 --workers 2 \
     --elements $((ROWS * 64)) --row 64 --clocks "$CLOCKS" --window "$WINDOW") \
     || { echo "$out"; fail "serene-bench"; }
   # "OK: 100 clocks in 1.234 s (81.0 clocks/s), ..."

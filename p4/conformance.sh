@@ -27,13 +27,13 @@
 set -euo pipefail
 BUILD=$(cd "${1:?usage: conformance.sh BUILD_DIR software|bmv2}" && pwd)
 TARGET=${2:?usage: conformance.sh BUILD_DIR software|bmv2}
-SMOKE_JOB=id=7,workers=2,elements=100,row=64,key=0x5e7e7e01
-BENCH_JOB=id=8,workers=2,elements=1000,row=64,key=0x5e4e
-SYNC_JOB=id=9,workers=2,elements=1000,row=64,key=0x5e4e
-GOLDEN_JOB=id=10,workers=2,elements=100,row=64,key=0x5e7e7e01
-SILENT_JOB=id=12,workers=2,elements=100,row=64,key=0x5e4e,evict_after=1s
-SCRIPT_JOB=id=13,workers=2,elements=100,row=64,key=0x5e4e
 source "$(dirname "$0")/switch_env.sh"
+SMOKE_JOB=id=7,workers=2,elements=100,row=64,key_file=$(key_file 0x5e7e7e01)
+BENCH_JOB=id=8,workers=2,elements=1000,row=64,key_file=$(key_file 0x5e4e)
+SYNC_JOB=id=9,workers=2,elements=1000,row=64,key_file=$(key_file 0x5e4e)
+GOLDEN_JOB=id=10,workers=2,elements=100,row=64,key_file=$(key_file 0x5e7e7e01)
+SILENT_JOB=id=12,workers=2,elements=100,row=64,key_file=$(key_file 0x5e4e),evict_after=1s
+SCRIPT_JOB=id=13,workers=2,elements=100,row=64,key_file=$(key_file 0x5e4e)
 start_switch "$SMOKE_JOB" "$BENCH_JOB" "$SYNC_JOB" "$GOLDEN_JOB" "$SILENT_JOB" "$SCRIPT_JOB"
 HERE=$P4_DIR
 
@@ -99,9 +99,9 @@ grep -q "^ *1  yes" "$LOG.ctl" || { cat "$LOG.ctl"; fail "a rank that never join
 rm -f "$LOG.ctl"
 
 echo "--- 3. workers (serene-bench, every pull checked)"
-"${RUN[@]}" "$BIN/serene-bench" --switch "$SWITCH" --job 8 --key 0x5e4e --workers 2 \
+"${RUN[@]}" env SERENE_KEY=0x5e4e "$BIN/serene-bench" --switch "$SWITCH" --job 8 --workers 2 \
   --elements 1000 --row 64 --clocks 30 --policy ssp:4 || fail "serene-bench (job 8, SSP(4))"
-"${RUN[@]}" "$BIN/serene-bench" --switch "$SWITCH" --job 9 --key 0x5e4e --workers 2 \
+"${RUN[@]}" env SERENE_KEY=0x5e4e "$BIN/serene-bench" --switch "$SWITCH" --job 9 --workers 2 \
   --elements 1000 --row 64 --clocks 30 || fail "serene-bench (job 9, SYNC)"
 if [[ $TARGET == bmv2 ]]; then
   echo "--- 4. ARP answered by the P4 switch; kill -9 of serene-switch takes simple_switch with it"

@@ -6,6 +6,8 @@
 #                              BIND (the workers' address), RUN (prefix that
 #                              runs a command where the workers are), LOG
 #   fail MESSAGE               prints it and the switch's log, exits 1
+#   key_file KEY               a 0600 file holding KEY (for key_file= in a
+#                              job spec); prints its path
 #
 # software: serene-switch on 127.0.0.1, ephemeral ports. bmv2: a veth pair
 # whose one end is simple_switch's port 0 and whose other end, 10.77.0.2, is
@@ -24,7 +26,14 @@ SW_IF=sp4s$$
 W_IF=sp4w$$
 SW_PID=
 
+KEYS=$(mktemp -d /tmp/serene-p4-keys.XXXXXX)
+# key_file KEY: a 0600 file holding KEY; prints its path. Job specs name
+# their key's file (key_file=PATH), not the key: a command line is visible
+# to every local user (docs/security.md).
+key_file() { (umask 077 && echo "$1" >"$KEYS/$1") && echo "$KEYS/$1"; }
+
 cleanup_switch() {
+  rm -rf "$KEYS"
   if [[ -n $SW_PID ]]; then kill "$SW_PID" 2>/dev/null || true; wait "$SW_PID" 2>/dev/null || true; fi
   if [[ $TARGET == bmv2 ]]; then
     ip netns del "$NS" 2>/dev/null || true

@@ -46,8 +46,8 @@ fi
 
 source "$HERE/switch_env.sh"
 [[ -x $BIN/serene-train ]] || { echo "SKIPPED: serene-train was not built (SERENE_WITH_TORCH=OFF)"; exit 77; }
-start_switch "id=1,workers=2,elements=79510,row=64,key=0x5e4e"
 OUT=$(mktemp -d /tmp/serene-p4-train.XXXXXX)
+start_switch "id=1,workers=2,elements=79510,row=64,key_file=$(key_file 0x5e4e)"
 started=$(date +%s)
 # BMv2 serves ~1,500 packets/s: 8 READs in flight per rank, not 128, or most
 # of a window times out and is sent again (p4/bench.sh).
@@ -56,7 +56,7 @@ window=128
 pids=()
 for rank in 0 1; do
   "${RUN[@]}" env SERENE_WINDOW=$window "$BIN/serene-train" --backend serene --rank $rank --world-size 2 \
-    --switch "$SWITCH" --job 1 --key 0x5e4e --steps "$STEPS" --eval-every "$STEPS" \
+    --switch "$SWITCH" --job 1 --key-file "$KEYS/0x5e4e" --steps "$STEPS" --eval-every "$STEPS" \
     --seed 1 --metrics "$OUT/rank{rank}.json" --save-model "$OUT/model{rank}.bin" \
     --log-level warn >"$OUT/rank$rank.log" 2>&1 &
   pids+=($!)

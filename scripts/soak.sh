@@ -246,8 +246,9 @@ while [[ $(date +%s) -lt $end ]]; do
     key[$j]=$(sed -n 's/^key=//p' <<<"$created")
   done
   for j in 1 2; do
-    timeout -k 5 "$run_timeout" "$bin_dir/serene-bench" --switch "$addr" --job "$j" \
-      --key "${key[$j]}" --workers "$workers" --elements "$elements" --row "$row" \
+    # The key through the environment: argv is visible to every local user.
+    SERENE_KEY=${key[$j]} timeout -k 5 "$run_timeout" "$bin_dir/serene-bench" --switch "$addr" \
+      --job "$j" --workers "$workers" --elements "$elements" --row "$row" \
       --clocks "$clocks" --policy "${policy[$j]}" >"$out/round$round-job$j.log" 2>&1 &
     pid[$j]=$!
   done

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -33,10 +34,20 @@ using testing::SwitchProcess;
 
 constexpr uint32_t kSteps = 60;
 // The MLP 784-100-10 as one flat vector.
-constexpr const char* kJob = "id=1,workers=2,elements=79510,row=362,key=0x7E57,policy=sync";
+// The job's key comes from a 0600 file (docs/security.md: never argv).
+std::string JobSpec(const fs::path& key_file) {
+  return "id=1,workers=2,elements=79510,row=362,key_file=" + key_file.string() + ",policy=sync";
+}
+
+fs::path WriteKeyFile(const fs::path& dir) {
+  const fs::path key = dir / "key";
+  std::ofstream(key) << "0x7E57\n";
+  fs::permissions(key, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  return key;
+}
 
 std::unique_ptr<ChildProcess> StartRank(const std::string& address, int rank,
-                                        const fs::path& metrics) {
+                                        const fs::path& metrics, const fs::path& key_file) {
   const fs::path model = metrics.parent_path() / ("model" + std::to_string(rank) + ".bin");
   return std::make_unique<ChildProcess>(SERENE_TRAIN_BIN,
                                         std::vector<std::string>{"--backend",
@@ -45,8 +56,8 @@ std::unique_ptr<ChildProcess> StartRank(const std::string& address, int rank,
                                                                  address,
                                                                  "--job",
                                                                  "1",
-                                                                 "--key",
-                                                                 "0x7E57",
+                                                                 "--key-file",
+                                                                 key_file.string(),
                                                                  "--rank",
                                                                  std::to_string(rank),
                                                                  "--world-size",
@@ -79,12 +90,14 @@ std::unique_ptr<ChildProcess> StartRank(const std::string& address, int rank,
 // the slowest rank completed that clock and starts another on its port.
 void Train(const fs::path& dir, uint32_t kill_after) {
   fs::create_directories(dir);
-  auto sw = std::make_unique<SwitchProcess>(std::vector<std::string>{"--job", kJob});
+  const fs::path key_file = WriteKeyFile(dir);
+  const std::string job = JobSpec(key_file);
+  auto sw = std::make_unique<SwitchProcess>(std::vector<std::string>{"--job", job});
   ASSERT_TRUE(sw->ok()) << sw->output();
   const std::string address = sw->address();
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int r = 0; r < 2; ++r) {
-    ranks.push_back(StartRank(address, r, dir / ("rank" + std::to_string(r) + ".json")));
+    ranks.push_back(StartRank(address, r, dir / ("rank" + std::to_string(r) + ".json"), key_file));
   }
   std::unique_ptr<SwitchProcess> second;
   if (kill_after > 0) {
@@ -102,7 +115,7 @@ void Train(const fs::path& dir, uint32_t kill_after) {
     sw->Kill();
     const std::string port = address.substr(address.rfind(':') + 1);
     second =
-        std::make_unique<SwitchProcess>(std::vector<std::string>{"--job", kJob, "--port", port});
+        std::make_unique<SwitchProcess>(std::vector<std::string>{"--job", job, "--port", port});
     ASSERT_TRUE(second->ok()) << second->output();
   }
   for (int r = 0; r < 2; ++r) {
