@@ -87,6 +87,11 @@ ProcessResult Pipeline::Burst::Process(std::span<const uint8_t> datagram,
     if (shared && !held_->mu.writer_waiting()) {
       return p_.ProcessLocked(*held_, &tally_, pkt, src, local, now, out);
     }
+    ProcessResult challenged;
+    if (h.op == proto::Op::kJoin && !held_->mu.writer_waiting() &&
+        ChallengeJoin(*held_, pkt, src, local, now, tally_, out, &challenged)) {
+      return challenged;
+    }
   }
   // Job lookup (an exact match on the job id) and authentication under the
   // table's lock: a packet that fails takes no reference to the job either
@@ -111,6 +116,17 @@ ProcessResult Pipeline::Burst::Process(std::span<const uint8_t> datagram,
     job->mu.lock_shared();
     held_ = std::move(job);
     return p_.ProcessLocked(*held_, &tally_, pkt, src, local, now, out);
+  }
+  // A JOIN without a valid cookie (the cookie reads only the job's fixed
+  // secret: no lock) is most likely answered with a COOKIE, which changes
+  // nothing: under the shared lock, held for the burst like an INC's. Only
+  // a rank's own live address re-JOINs without one; that JOIN goes on.
+  if (h.op == proto::Op::kJoin && !JoinEchoesCookie(*job, h, src, now)) {
+    job->mu.lock_shared();
+    held_ = job;
+    ProcessResult challenged;
+    if (ChallengeJoin(*held_, pkt, src, local, now, tally_, out, &challenged)) return challenged;
+    Release();
   }
   std::lock_guard lock(job->mu);
   return p_.ProcessLocked(*job, /*shared=*/nullptr, pkt, src, local, now, out);

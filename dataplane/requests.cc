@@ -145,17 +145,39 @@ void EmitCompletedRow(JobState& job, uint32_t clock, uint32_t row, const proto::
 
 }  // namespace
 
+namespace {
+
+// Return routability: the rank's bound address, while the rank is live, was
+// verified when it was bound; any other source must show it received a
+// COOKIE by echoing it, before anything larger than the request is sent to
+// it or it is bound.
+bool BoundLive(const JobState& job, const proto::Header& h, const proto::Endpoint& src) {
+  return h.worker < job.workers.size() && job.workers[h.worker].joined &&
+         job.workers[h.worker].live && job.workers[h.worker].addr == src;
+}
+
+}  // namespace
+
+bool JoinEchoesCookie(const JobState& job, const proto::Header& h, const proto::Endpoint& src,
+                      Timestamp now) {
+  return ValidJoinCookie(job.cookie_secret, src, job.config.id, h.worker, now,
+                         proto::cookie::Of(h.clock, h.row));
+}
+
+bool ChallengeJoin(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
+                   const proto::Endpoint& local, Timestamp now, SharedTally& tally, Output* out,
+                   ProcessResult* result) {
+  const proto::Header& h = pkt.header;
+  if (BoundLive(job, h, src) || JoinEchoesCookie(job, h, src, now)) return false;
+  tally.CountRx(h.op);
+  *result = Challenge(job, src, local, h, DropReason::kJoinCookie, now, out);
+  return true;
+}
+
 ProcessResult HandleJoin(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
                          const proto::Endpoint& local, Timestamp now, Output* out) {
   const proto::Header& h = pkt.header;
-  // Return routability: the rank's bound address, while the rank is live,
-  // was verified when it was bound; any other source must show it received
-  // a COOKIE by echoing it, before anything larger than the request is
-  // sent to it or it is bound.
-  const bool bound_live = h.worker < job.workers.size() && job.workers[h.worker].joined &&
-                          job.workers[h.worker].live && job.workers[h.worker].addr == src;
-  if (!bound_live && !ValidJoinCookie(job.cookie_secret, src, job.config.id, h.worker, now,
-                                      proto::cookie::Of(h.clock, h.row))) {
+  if (!BoundLive(job, h, src) && !JoinEchoesCookie(job, h, src, now)) {
     return Challenge(job, src, local, h, DropReason::kJoinCookie, now, out);
   }
   if (h.worker >= job.workers.size()) {

@@ -21,6 +21,20 @@ namespace serene::dataplane {
 
 ProcessResult HandleJoin(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
                          const proto::Endpoint& local, Timestamp now, Output* out);
+// The first step of HandleJoin, which reads the job's state and writes none:
+// a JOIN that neither echoes a valid cookie nor comes from its rank's live
+// bound address is answered with a COOKIE here (true, *result set), under
+// the job's shared lock, so a key holder's cookie-less JOINs cost the job's
+// INC and READ no exclusive hold. False: the JOIN needs HandleJoin
+// (exclusive). Counts the JOIN in `tally` when it answers.
+// REQUIRES: job.mu held shared (or exclusive).
+bool ChallengeJoin(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
+                   const proto::Endpoint& local, Timestamp now, SharedTally& tally, Output* out,
+                   ProcessResult* result);
+// Whether a JOIN echoes a valid cookie for its source: reads only the job's
+// secret, fixed at its creation, so no lock is needed.
+bool JoinEchoesCookie(const JobState& job, const proto::Header& h, const proto::Endpoint& src,
+                      Timestamp now);
 ProcessResult HandleRead(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
                          const proto::Endpoint& local, Timestamp now, Output* out);
 // An INC gets no reply, but the INC that completes a row (every rank INC'd

@@ -23,7 +23,8 @@ struct JobState;
 
 class SharedTally {
  public:
-  // An authenticated INC or READ (the job's rx_by_op).
+  // An authenticated INC or READ, or a JOIN answered with a COOKIE under the
+  // shared lock (the job's rx_by_op).
   void CountRx(proto::Op op) { ++rx_by_op_[static_cast<size_t>(op)]; }
   // An INC of rank `worker` applied (the rank's rows_this_clock and
   // incs_applied). Consecutive INCs of one rank share the tally; another

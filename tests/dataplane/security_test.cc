@@ -6,9 +6,13 @@
 // reached).
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
 #include <iostream>
+#include <memory>
 
 #include "dataplane/join_cookie.h"
+#include "dataplane/pipeline.h"
 #include "packet_builder.h"
 
 namespace serene::testing {
@@ -148,7 +152,8 @@ TEST(Reflection, AnUnboundSourceGetsNoMoreBytesThanItSent) {
     forged.push_back(h.Req(Op::kRead, w).Clock(1).Row(0).Flags(proto::flags::kGroup).Build());
     forged.push_back(h.Req(Op::kClock, w).Clock(1).Row(3).Build());
     forged.push_back(h.Req(Op::kLeave, w).Flags(proto::flags::kFinished).Build());
-    forged.push_back(h.Req(Op::kInc, w).Clock(1).Row(0).Values(std::vector<int32_t>(256, 5)).Build());
+    forged.push_back(
+        h.Req(Op::kInc, w).Clock(1).Row(0).Values(std::vector<int32_t>(256, 5)).Build());
   }
   uint64_t sent_bytes = 0, got_bytes = 0, got_packets = 0;
   for (int round = 0; round < 10; ++round) {
@@ -177,6 +182,55 @@ TEST(Reflection, AnUnboundSourceGetsNoMoreBytesThanItSent) {
   EXPECT_FALSE(t.finished);
   EXPECT_EQ(t.counters.drops[static_cast<size_t>(DropReason::kJoinCookie)] - cookie_drops_before,
             10u * 9);
+}
+
+// A key holder's JOIN without a cookie changes nothing (it is answered with
+// a COOKIE), so it is answered under the job's shared lock, beside the
+// INC/READ bursts that hold it: no exclusive hold for a flood of them. A
+// rank's own live address re-JOINs without a cookie, and that JOIN (which
+// may change state) still waits for the lock exclusive.
+TEST(Reflection, ACookieLessJoinIsAnsweredWithoutTheExclusiveLock) {
+  Harness h;
+  h.CreateJob(Job(2));
+  h.JoinAll(2);
+  h.Seed({1, 2, 3, 4, 5, 6});
+  const uint64_t drops_before =
+      h.Telemetry().counters.drops[static_cast<size_t>(DropReason::kJoinCookie)];
+  // Another switch thread's burst: after a READ it holds the job's lock
+  // shared until it ends.
+  const std::vector<uint8_t> read = h.Req(Op::kRead, 0).Clock(1).Row(0).Build();
+  dataplane::Output burst_out = dataplane::Output::ForBatch(4);
+  auto burst = std::make_unique<dataplane::Pipeline::Burst>(h.pipeline());
+  ASSERT_EQ(burst->Process(read, WorkerAddr(0), {}, h.now, &burst_out).verdict, Verdict::kReplied);
+
+  const std::vector<uint8_t> cookie_less = h.Req(Op::kJoin, 1).Build();
+  auto challenged =
+      std::async(std::launch::async, [&] { return h.SendRaw(cookie_less, V4(192, 0, 2, 7)); });
+  const bool answered = challenged.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  burst.reset();  // ends the burst: the lock is free
+  ASSERT_TRUE(answered) << "a cookie-less JOIN waited for the job's exclusive lock";
+  const std::vector<Emitted> e = challenged.get();
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].header.op, Op::kCookie);
+  const auto t = h.Telemetry();
+  EXPECT_EQ(t.counters.drops[static_cast<size_t>(DropReason::kJoinCookie)], drops_before + 1);
+  EXPECT_EQ(t.counters.rx_by_op[static_cast<size_t>(Op::kJoin)], 2u * 2 + 1)
+      << "every JOIN counted once: two per rank (the cookie's round trip) and this one";
+
+  // Rank 0's re-JOIN from its bound address needs no cookie and binds:
+  // it waits for the lock exclusive.
+  burst = std::make_unique<dataplane::Pipeline::Burst>(h.pipeline());
+  ASSERT_EQ(burst->Process(read, WorkerAddr(0), {}, h.now, &burst_out).verdict, Verdict::kReplied);
+  const std::vector<uint8_t> rejoin_packet = h.Req(Op::kJoin, 0).Build();
+  auto rejoin =
+      std::async(std::launch::async, [&] { return h.SendRaw(rejoin_packet, WorkerAddr(0)); });
+  const bool ran_beside_a_reader =
+      rejoin.wait_for(std::chrono::milliseconds(200)) == std::future_status::ready;
+  burst.reset();
+  EXPECT_FALSE(ran_beside_a_reader) << "a JOIN that binds ran under the shared lock";
+  const std::vector<Emitted> ack = rejoin.get();
+  ASSERT_EQ(ack.size(), 1u);
+  EXPECT_EQ(ack[0].header.op, Op::kJoinAck);
 }
 
 // The cookie is SipHash-2-4: the reference implementation's test vectors
@@ -220,11 +274,12 @@ TEST(Reflection, ACookieBindsOnlyItsAddressRankAndTime) {
   // Two buckets later the cookie is stale: rank 2 cannot use a's old one.
   auto c2 = h.SendRaw(h.Req(Op::kJoin, 2).Build(), a);
   h.now = start + (uint64_t{3} << dataplane::kCookieBucketShift);
-  EXPECT_EQ(h.SendRaw(h.Req(Op::kJoin, 2).Clock(c2.at(0).header.clock).Row(c2.at(0).header.row).Build(),
-                      a, &r)
-                .at(0)
-                .header.op,
-            Op::kCookie);
+  EXPECT_EQ(
+      h.SendRaw(h.Req(Op::kJoin, 2).Clock(c2.at(0).header.clock).Row(c2.at(0).header.row).Build(),
+                a, &r)
+          .at(0)
+          .header.op,
+      Op::kCookie);
   EXPECT_EQ(r.reason, DropReason::kJoinCookie);
   // A switch with another secret (a restarted one) takes none of these.
   dataplane::Pipeline other(0, dataplane::CookieSecret{1, 2});
