@@ -39,11 +39,12 @@
 #   scale          scripts/scale_sweep.sh: serene-bench with 4-256 worker
 #                  processes on one switch, 5 runs of each point (~5 min; not
 #                  quick). Real time.
+#   faults         the fault matrix (tests/faults/fault_matrix_test.cc): 77
+#                  cases of serene-bench under the switch's fault injection,
+#                  one after another (~2 min; not quick). Real time.
 #   sim-validation the simulator against real runs (scripts/sim_validation.sh,
 #                  docs/simulator.md): the demo at 4 and 8 ranks, real and
 #                  simulated, seeds 1-5 (~30 min; not quick). Real time.
-# Not yet recorded here (its numbers are still typed from runs): the fault
-# matrix summary in docs/reliability.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -53,7 +54,7 @@ while [[ $# -gt 0 ]]; do
     --quick) quick=1; shift ;;
     --tables) tables_only=1; shift ;;
     --only) only+=("$2"); shift 2 ;;
-    -h|--help) sed -n 2,46p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,47p "$0"; exit 0 ;;
     *) echo "reproduce.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -140,6 +141,14 @@ if [[ $tables_only -eq 0 ]]; then
     say "scale: serene-bench at 4-256 ranks, 5 runs of each point (real processes)"
     bash scripts/scale_sweep.sh --bin-dir "$BIN" --runs 5 --out "$scratch/scale/sweep" >/dev/null
     $PY scripts/evidence.py record-scale "$scratch/scale/sweep.jsonl"
+  fi
+
+  if [[ $quick -eq 0 ]] && wanted faults faults; then
+    say "faults: the fault matrix, its cases one after another (real processes)"
+    [[ -x $BIN/fault_matrix_test ]] || { echo "reproduce.sh: no $BIN/fault_matrix_test: build first" >&2; exit 2; }
+    SERENE_FAULT_MATRIX_REPORT="$scratch/faults.md" $BIN/fault_matrix_test \
+      --gtest_filter='*FaultMatrixTest*' --gtest_brief=1 | tail -n 3
+    $PY scripts/evidence.py record-faults "$scratch/faults.md"
   fi
 
   seeds=(1 2 3 4 5)

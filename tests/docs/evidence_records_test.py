@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""scripts/evidence.py's recorders of the benchmarks behind performance.md and
+reliability.md: Google Benchmark JSON (record-bench), the scale sweep
+(record-scale) and the fault matrix's rows (record-faults), and the tables
+made from them."""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "scripts"))
+import evidence  # noqa: E402
+
+
+class RecordersTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.saved = evidence.DATA
+        evidence.DATA = os.path.join(self.tmp.name, "data")
+
+    def tearDown(self):
+        evidence.DATA = self.saved
+        self.tmp.cleanup()
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def test_bench_keeps_every_repetition_and_drops_the_aggregates(self):
+        runs = [{"name": "BM_IncRow/256", "run_name": "BM_IncRow/256", "run_type": "iteration",
+                 "repetition_index": i, "iterations": 1000, "real_time": t, "cpu_time": t,
+                 "time_unit": "ns", "bytes_per_second": 1024 * 1e9 / t}
+                for i, t in enumerate([110.0, 100.0, 130.0])]
+        runs.append(dict(runs[0], run_type="aggregate", aggregate_name="median", real_time=1e9))
+        out = self.write("b.json", json.dumps({"context": {"executable": "x/dataplane_bench"},
+                                               "benchmarks": runs}))
+        evidence.record_bench(argparse.Namespace(out=out, binary=None))
+        records = evidence.read_records("micro")
+        self.assertEqual(len(records), 3)
+        table = evidence.table_micro("dataplane_bench")()
+        row = [line for line in table if line.startswith("| `BM_IncRow/256` |")][0]
+        self.assertIn("| 110 ns (100 ns–130 ns) |", row)
+        self.assertIn("| 9.3 (7.9–10.2) |", row)
+        self.assertIn("| `BM_IncRow/4096` | INC, row of 4096 | not measured |", "\n".join(table))
+
+    def test_a_failed_benchmark_is_refused(self):
+        out = self.write("b.json", json.dumps({"context": {"executable": "dataplane_bench"},
+                                               "benchmarks": [{"name": "BM_X", "run_name": "BM_X",
+                                                               "error_occurred": True}]}))
+        with self.assertRaises(SystemExit):
+            evidence.record_bench(argparse.Namespace(out=out, binary=None))
+        self.assertEqual(evidence.read_records("micro"), [])
+
+    def test_scale_points_are_medians_over_runs(self):
+        lines = [{"ranks": 4, "run": i, "clocks": 400, "elements": 1000, "clocks_per_s": r,
+                  "switch_cpu_ms_per_clock": 0.1, "switch_cpu_us_per_rank_clock": 25.0,
+                  "read_retransmits": 0, "clock_retransmits": c, "wall_s": 0.2}
+                 for i, (r, c) in enumerate([(2000, 0), (2600, 3), (2400, 1)], 1)]
+        out = self.write("s.jsonl", "\n".join(json.dumps(x) for x in lines) + "\n")
+        evidence.record_scale(argparse.Namespace(out=out))
+        row = [line for line in evidence.table_scale() if line.startswith("| 4 |")][0]
+        self.assertIn("| 2400.0 (2000.0–2600.0) |", row)
+        self.assertTrue(row.endswith("| 0 | 4 |"), row)
+
+    ROWS = """| policy | fault | dir | seed | clocks | result | wall s | retransmissions | NACKs | duplicate INCs | late INCs | rx | tx |
+|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|---|---|
+| sync | `drop=0.05` | rx | 1 | 30 | OK | 0.43 | 42 | 63 | 0 | 0 | 1784/97/0/0/0 | - |
+| sync | `drop=0.05` | tx | 2 | 30 | OK | 0.24 | 11 | 0 | 0 | 0 | - | 558/27/0/0/0 |
+| sync | `drop=0.05` | both | 1 | 30 | FAILED | 9.00 | 80 | 5 | 1 | 2 | 10/1/0/0/0 | 20/2/0/0/0 |
+"""
+
+    def test_fault_rows_are_summed_per_fault(self):
+        evidence.record_faults(argparse.Namespace(out=self.write("f.md", self.ROWS)))
+        self.assertEqual(len(evidence.read_records("faults")), 3)
+        summary = evidence.table_faults_summary()
+        self.assertIn("3 cases, 2 passed", summary[0])
+        row = [line for line in summary if line.startswith("| sync |")][0]
+        self.assertEqual(row, "| sync | `drop=0.05` | rx, tx, both | 1,2 | 30 | 2/3 | 0.24–9.00 | "
+                              "11–80 | 68 | 1 | 2 | 2372 / 127 / 0 / 0 / 0 |")
+        cases = evidence.table_faults_cases()
+        self.assertIn("| sync | `drop=0.05` | both | 1 | 30 | FAILED | 9.00 | 80 | 5 | 1 | 2 | "
+                      "10/1/0/0/0 | 20/2/0/0/0 |", cases)
+
+    def test_a_malformed_fault_row_is_refused(self):
+        bad = self.ROWS.replace("1784/97/0/0/0", "1784/97/0")
+        with self.assertRaises(SystemExit):
+            evidence.record_faults(argparse.Namespace(out=self.write("f.md", bad)))
+        with self.assertRaises(SystemExit):
+            evidence.record_faults(argparse.Namespace(out=self.write("g.md", "no rows\n")))
+
+
+if __name__ == "__main__":
+    unittest.main()
