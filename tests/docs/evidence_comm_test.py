@@ -6,12 +6,12 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "scripts"))
 import evidence  # noqa: E402
+from scratch_data import ScratchDataTest  # noqa: E402
 
 
 def bench_line(workers, elements, row, serene_ms, gloo, run=1):
@@ -23,16 +23,7 @@ def bench_line(workers, elements, row, serene_ms, gloo, run=1):
                        "gloo_cpu_ms": 4.0, "gloo_each_ms": gloo})
 
 
-class CommFigureTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.saved = evidence.DATA
-        evidence.DATA = self.tmp.name
-
-    def tearDown(self):
-        evidence.DATA = self.saved
-        self.tmp.cleanup()
-
+class CommFigureTest(ScratchDataTest):
     def record(self, lines):
         path = os.path.join(self.tmp.name, "sweep.jsonl")
         with open(path, "w") as f:

@@ -7,24 +7,15 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "scripts"))
 import evidence  # noqa: E402
+from scratch_data import ScratchDataTest  # noqa: E402
 
 
-class RecordersTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.saved = evidence.DATA
-        evidence.DATA = os.path.join(self.tmp.name, "data")
-
-    def tearDown(self):
-        evidence.DATA = self.saved
-        self.tmp.cleanup()
-
+class RecordersTest(ScratchDataTest):
     def write(self, name, text):
         path = os.path.join(self.tmp.name, name)
         with open(path, "w") as f:

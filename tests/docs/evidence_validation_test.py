@@ -7,12 +7,12 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "scripts"))
 import evidence  # noqa: E402
+from scratch_data import ScratchDataTest  # noqa: E402
 
 LABELS = [("SYNC", "sync"), ("ASYNC", "async")]
 
@@ -25,16 +25,7 @@ def run(label, policy, jct, iterations=500, evals=21, eval_s=0.84):
             "policy_changes": []}
 
 
-class ValidationFigureTest(unittest.TestCase):
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.saved = evidence.DATA
-        evidence.DATA = os.path.join(self.tmp.name, "data")
-
-    def tearDown(self):
-        evidence.DATA = self.saved
-        self.tmp.cleanup()
-
+class ValidationFigureTest(ScratchDataTest):
     def write(self, path, runs):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
