@@ -384,7 +384,7 @@ MICRO = {
         ("BM_DropBadKey", "packet with a wrong key (dropped)"),
         ("BM_SyncClock/4", "SYNC round of 4 ranks (4 INC + 4 CLOCK)"),
         ("BM_SyncClock/64", "SYNC round of 64 ranks"),
-        ("BM_SyncClock/256", "SYNC round of 256 ranks (target ≤ 50 µs)"),
+        ("BM_SyncClock/256", "SYNC round of 256 ranks"),
         ("BM_SyncBarrierRound/256", "the barrier alone: SYNC round of 256 CLOCKs"),
         ("BM_SspStragglerClock/256", "SSP clock of 256 ranks with a straggler"),
         ("BM_SyncModelClock/elements:1000000/row:4096/burst:1",
@@ -463,8 +463,19 @@ def table_micro(binary):
             gbs = [r["bytes_per_second"] / 1e9 for r in rs if r.get("bytes_per_second")]
             lines.append(f"| `{name}` | {what} | {fmt_range(times, fmt_ns)} | "
                          f"{fmt_range(gbs, lambda x: f'{x:.1f}') if gbs else ''} |")
+        for name, bound_ns in MICRO_TARGETS.get(binary, []):
+            rs = by.get(name)
+            if rs:
+                med = statistics.median(r["cpu_time"] * NS_PER[r["time_unit"]] for r in rs)
+                lines += ["", f"`{name}` ≤ {fmt_ns(bound_ns)}: "
+                          f"{'met' if med <= bound_ns else 'not met'} (median {fmt_ns(med)})."]
         return lines + ["", machines_line(records)]
     return make
+
+
+# Targets some micro-benchmarks are held to (the barrier's: a SYNC round of
+# 256 ranks, 256 INCs and CLOCKs, within 50 µs; 865e9b0).
+MICRO_TARGETS = {"dataplane_bench": [("BM_SyncClock/256", 50e3)]}
 
 
 def table_flood():
