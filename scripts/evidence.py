@@ -911,13 +911,19 @@ def tables(args):
 # -------------------------------------------------------------------- plots
 
 def plots(args):
-    """JCT as % of SYNC per scenario and run, median with min–max bars; the
-    comm figure's time per iteration against model size; the adaptive
-    policy's window over time."""
+    """JCT as % of SYNC per scenario and run, median with min–max bars (the
+    policies-sim and paper-scale figures); the comm figure's time per
+    iteration against model size; the adaptive policy's window over time;
+    the scale sweep."""
     plot_comm()
     plot_windows()
     plot_scale()
-    by = by_scenario(read_records("policies-sim"))
+    plot_pct_of_sync("policies-sim", "policies-sim.png")
+    plot_pct_of_sync("paper-scale", "paper-scale.png")
+
+
+def plot_pct_of_sync(figure, image):
+    by = by_scenario(read_records(figure))
     if not by:
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -931,8 +937,8 @@ def plots(args):
         with open(dat, "w") as f:
             for i, (name, med, lo, hi) in enumerate(rows):
                 f.write(f'{i} "{name}" {med} {lo} {hi}\n')
-        out = os.path.join(DOCS, "img", "policies-sim.png")
-        script = f"""set terminal pngcairo size 1400,560 font ",9"
+        out = os.path.join(DOCS, "img", image)
+        script = f"""set terminal pngcairo size {max(700, 26 * len(rows) + 200)},560 font ",9"
 set output "{out}"
 set style fill solid 0.6
 set rmargin 8
