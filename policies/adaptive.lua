@@ -79,7 +79,9 @@
 --      kept in step (lag <= 1) throughout; from async() the same, starting
 --      at max_w
 -- It returns a rule only when it differs from the one in force, and nothing
--- while a change is pending (the switch takes one at a time).
+-- while a change is pending (the switch takes one at a time), nor while the
+-- job starts (until every live rank has completed 2 clocks, and the call
+-- after: see `warmup`).
 
 -- A parameter this script does not know is refused, not ignored: a typo
 -- (or one an earlier version had) would otherwise run the defaults unseen.
@@ -105,6 +107,14 @@ local stall_steps = 4
 -- `recovered` this many calls in a row: on a busy host the step times of
 -- every rank jump with the scheduler, and one low reading is not a recovery.
 local recover_calls = 4
+-- The job's first clocks are not judged: what the ranks wait for there is
+-- the start (processes starting, the evaluation at step 0, libtorch's slow
+-- first steps), not a straggler. Until every live rank has completed
+-- `warmup` clocks a call only takes its baselines, and so does the first
+-- call after such a call (its baseline holds part of the start). A first
+-- call made after the start is judged as usual.
+local warmup = 2
+local cold = false        -- the last call was made before the start ended
 
 local prev_now = nil      -- t.now of the last call
 local prev_wait = {}      -- wait_total by rank at the last call
@@ -155,6 +165,13 @@ function on_telemetry(t)
   end
   lags[#lags + 1] = max_lag
   if #lags > lag_snapshots then table.remove(lags, 1) end
+  if t.low < warmup then
+    cold = true
+    return nil
+  elseif cold then
+    cold = false
+    return nil
+  end
   if t.finished or t.swap_pending then return nil end
 
   local works = {}
