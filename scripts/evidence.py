@@ -745,7 +745,8 @@ def adaptive_verdict(records, label="ADAPTIVE", bound=1.05):
         return []
     best = min(fixed, key=lambda f: statistics.mean(runs[(s, f)]["jct_s"] for s in seeds))
     ratios = [runs[(s, label)]["jct_s"] / runs[(s, best)]["jct_s"] for s in seeds]
-    acc = [runs[(s, label)]["final_accuracy"] - runs[(s, best)]["final_accuracy"] for s in seeds]
+    acc = [runs[(s, label)]["final_accuracy"] - runs[(s, best)]["final_accuracy"] for s in seeds
+           if has_accuracy(runs[(s, label)]) and has_accuracy(runs[(s, best)])]
     med = statistics.median(ratios)
     line = (f"{label} against the best fixed policy in hindsight, {best}: JCT ratio "
             f"{fmt_range(ratios, lambda x: f'{x:.3f}')}")
@@ -753,8 +754,9 @@ def adaptive_verdict(records, label="ADAPTIVE", bound=1.05):
         mean, sd = statistics.mean(ratios), statistics.stdev(ratios)
         h = t95(len(ratios) - 1) * sd / math.sqrt(len(ratios))
         line += f", mean {mean:.3f} (95 % CI {mean - h:.3f} … {mean + h:.3f})"
-    line += (f"; final accuracy {statistics.mean(acc) * 100:+.2f} pt. Target ≤ {bound:.2f}: "
-             f"{'met' if med <= bound else 'not met'} (median).")
+    if acc:
+        line += f"; final accuracy {statistics.mean(acc) * 100:+.2f} pt"
+    line += f". Target ≤ {bound:.2f}: {'met' if med <= bound else 'not met'} (median)."
     return [line]
 
 
