@@ -53,7 +53,9 @@
 --   persistent some live rank's work_time > slow x the median work_time,
 --              its last step too above 1.15 x (a rank's first steps are slow
 --              while libtorch warms up, and stay in its EWMA for dozens of
---              steps: its latest step says whether it is still slow)
+--              steps: its latest step says whether it is still slow), on 3
+--              calls in a row (stalls that come and go put some rank of
+--              many over the threshold at almost every call)
 --   stalled    some live rank, not waiting, has sent nothing for 4 typical
 --              steps and for a whole period: a stop (a failure, a long
 --              pause) under way; a slow_worker stall (at most 2 steps' sleep
@@ -107,6 +109,12 @@ local stall_steps = 4
 -- `recovered` this many calls in a row: on a busy host the step times of
 -- every rank jump with the scheduler, and one low reading is not a recovery.
 local recover_calls = 4
+-- A rank is persistently slow only once it was so on this many calls in a
+-- row. With many ranks and stalls that come and go (slow_worker at 64
+-- ranks), some rank's EWMA is above `slow` after two stalls in a row at
+-- almost every call; left out of a quorum for it, the policy flapped
+-- between quorums of 58..63 and sync(). A slower machine stays slow.
+local persist_calls = 3
 -- The job's first clocks are not judged: what the ranks wait for there is
 -- the start (processes starting, the evaluation at step 0, libtorch's slow
 -- first steps), not a straggler. Until every live rank has completed
@@ -123,6 +131,8 @@ local lag_snapshots = 8
 local calm_since = nil    -- t.now since when nothing bound and nobody was persistent
 local calm_lag = 0        -- the largest lag seen since calm_since
 local slower = {}         -- rank -> calls in a row under `recovered`: a persistently slower machine, left out of the quorum
+local over = {}           -- rank -> calls in a row above `slow` (and its last step above `recovered`)
+local held = 0            -- calls in a row the rule was kept for a rank not yet persistent
 
 local function median(xs)
   table.sort(xs)
@@ -181,13 +191,21 @@ function on_telemetry(t)
   if #works == 0 then return nil end  -- no step measured yet
   local step = median(works)
   local persistent = {}  -- the live ranks persistently slow now
+  local candidate = false  -- a live rank slow on this call, not yet on 3 in a row
   local stalled, suspect = false, false
   local live_rank = {}
   for _, r in ipairs(live) do
     live_rank[r.rank] = true
     local ratio = r.work_time / step
     if ratio > slow and r.last_work_time > recovered * step then
+      over[r.rank] = (over[r.rank] or 0) + 1
+    else
+      over[r.rank] = nil
+    end
+    if (over[r.rank] or 0) >= persist_calls then
       persistent[#persistent + 1] = r.rank
+    elseif over[r.rank] then
+      candidate = true
     end
     if slower[r.rank] then
       if ratio < recovered then slower[r.rank] = slower[r.rank] + 1 else slower[r.rank] = 0 end
@@ -222,6 +240,7 @@ function on_telemetry(t)
   local n_slower = 0
   for _ in pairs(slower) do n_slower = n_slower + 1 end
 
+  if not binds then held = 0 end
   local want
   if stalled and binds then
     calm_since = nil
@@ -234,7 +253,14 @@ function on_telemetry(t)
     want = window(start)
   else
     local new_w = w
-    if binds then
+    if binds and candidate and held < persist_calls - 1 then
+      -- A rank is slow but not yet persistent: keep the rule for up to two
+      -- calls, until it is one (then a quorum) or not (then a window).
+      -- Staleness before the quorum costs more than two periods of waiting
+      -- where it costs at all (with momentum, 1.7 x the time to the target).
+      held = held + 1
+      return nil
+    elseif binds then
       calm_since = nil
       new_w = math.max(2 * w, 32)
     elseif #persistent > 0 then
