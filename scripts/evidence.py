@@ -81,7 +81,10 @@ def machine():
     except OSError:
         pass
     commit = git("rev-parse", "--short=12", "HEAD")
-    if git("status", "--porcelain", "--untracked-files=no"):
+    # docs/ is what the records and their tables go to (a sweep writes its
+    # first records before its later runs): only a change elsewhere is one
+    # to the code that ran.
+    if git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)docs"):
         commit += "+dirty"
     return {"commit": commit, "cpu": cpu, "cores": os.cpu_count(),
             "kernel": platform.release(),
