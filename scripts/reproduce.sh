@@ -5,7 +5,7 @@
 # then regenerates the tables between the docs' generated markers and the
 # plots from those records (scripts/evidence.py).
 #
-#   bash scripts/reproduce.sh            # everything: ~3 h on 2 cores
+#   bash scripts/reproduce.sh            # everything: several hours on 2 cores (not timed end to end)
 #   bash scripts/reproduce.sh --quick    # the demo's figures and comm's small N = 4 points: ~13 min on 2 cores
 #   bash scripts/reproduce.sh --only policies-sim:paper   # one figure (or figure:scenario)
 #   bash scripts/reproduce.sh --tables   # no runs: tables and plots from docs/data
@@ -31,13 +31,13 @@
 #                  ranks and the variants docs/results.md explains it with:
 #                  8 and 16 ranks, 64 ranks timing only, sleeps relative to
 #                  the wall-clock iteration, a slower machine in 8, a 2 s
-#                  failure; seeds 1-5 (~45 min; not quick). Virtual time.
+#                  failure; seeds 1-5 (~35 min; not quick). Virtual time.
 #   micro          the Google Benchmark binaries behind performance.md's
 #                  data-plane, conversion, telemetry and flood tables, 5
-#                  repetitions each (~10 min; quick: conversion_bench only).
+#                  repetitions each (~3 min; quick: conversion_bench only).
 #                  Real time: run it on a quiet machine.
 #   scale          scripts/scale_sweep.sh: serene-bench with 4-256 worker
-#                  processes on one switch, 5 runs of each point (~5 min; not
+#                  processes on one switch, 5 runs of each point (~1 min; not
 #                  quick). Real time.
 #   faults         the fault matrix (tests/faults/fault_matrix_test.cc): 77
 #                  cases of serene-bench under the switch's fault injection,
