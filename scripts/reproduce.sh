@@ -46,6 +46,10 @@
 #                  docs/simulator.md): the demo at 4 and 8 ranks, real and
 #                  simulated, seeds 1-5 (~30 min; not quick). Real time.
 set -euo pipefail
+# Bash reads a script while it runs it: the whole body is one block, parsed
+# before it starts, so that editing this file during a run of hours does not
+# change (or break) that run.
+{
 cd "$(dirname "$0")/.."
 
 quick=0 tables_only=0 only=()
@@ -199,3 +203,5 @@ say "tables and plots from docs/data"
 $PY scripts/evidence.py tables
 $PY scripts/evidence.py plots
 say "done"
+exit 0
+}
