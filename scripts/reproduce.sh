@@ -6,7 +6,7 @@
 # plots from those records (scripts/evidence.py).
 #
 #   bash scripts/reproduce.sh            # everything: several hours on 2 cores (not timed end to end)
-#   bash scripts/reproduce.sh --quick    # the demo's figures and comm's small N = 4 points: ~13 min on 2 cores
+#   bash scripts/reproduce.sh --quick    # the demo's figures and comm's small N = 4 points: ~5 min on 2 cores (291 s at d0a4663)
 #   bash scripts/reproduce.sh --only policies-sim:paper   # one figure (or figure:scenario)
 #   bash scripts/reproduce.sh --tables   # no runs: tables and plots from docs/data
 #
