@@ -89,6 +89,7 @@ ProcessResult Pipeline::Burst::Process(std::span<const uint8_t> datagram,
     }
     ProcessResult challenged;
     if (h.op == proto::Op::kJoin && !held_->mu.writer_waiting() &&
+        !JoinEchoesCookie(*held_, h, src, now) &&
         ChallengeJoin(*held_, pkt, src, local, now, tally_, out, &challenged)) {
       return challenged;
     }

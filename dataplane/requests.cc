@@ -168,7 +168,7 @@ bool ChallengeJoin(JobState& job, const proto::PacketView& pkt, const proto::End
                    const proto::Endpoint& local, Timestamp now, SharedTally& tally, Output* out,
                    ProcessResult* result) {
   const proto::Header& h = pkt.header;
-  if (BoundLive(job, h, src) || JoinEchoesCookie(job, h, src, now)) return false;
+  if (BoundLive(job, h, src)) return false;
   tally.CountRx(h.op);
   *result = Challenge(job, src, local, h, DropReason::kJoinCookie, now, out);
   return true;

@@ -21,9 +21,10 @@ namespace serene::dataplane {
 
 ProcessResult HandleJoin(JobState& job, const proto::PacketView& pkt, const proto::Endpoint& src,
                          const proto::Endpoint& local, Timestamp now, Output* out);
-// The first step of HandleJoin, which reads the job's state and writes none:
-// a JOIN that neither echoes a valid cookie nor comes from its rank's live
-// bound address is answered with a COOKIE here (true, *result set), under
+// The first step of HandleJoin, which reads the job's state and writes none,
+// for a JOIN that does not echo a valid cookie (JoinEchoesCookie, checked by
+// the caller): unless it comes from its rank's live bound address, it is
+// answered with a COOKIE here (true, *result set), under
 // the job's shared lock, so a key holder's cookie-less JOINs cost the job's
 // INC and READ no exclusive hold. False: the JOIN needs HandleJoin
 // (exclusive). Counts the JOIN in `tally` when it answers.
