@@ -1000,10 +1000,12 @@ plot {", ".join(plots_)}
         print(f"evidence: {os.path.relpath(out, ROOT)}")
 
 
-def plot_scale():
+def plot_scale(records=None, out=None):
     """Clocks per second and the switch's CPU per rank-clock against ranks
-    (medians over the runs of each point)."""
-    records = read_records("scale")
+    (medians over the runs of each point): docs/img/scale.png from the
+    committed records, or `out` from a sweep's own `records`."""
+    if records is None:
+        records = read_records("scale")
     if not records:
         return
     by = {}
@@ -1015,10 +1017,11 @@ def plot_scale():
             for n, rs in sorted(by.items()):
                 f.write(f"{n} {statistics.median(r['clocks_per_s'] for r in rs)} "
                         f"{statistics.median(r['switch_cpu_us_per_rank_clock'] for r in rs)}\n")
-        out = os.path.join(DOCS, "img", "scale.png")
+        out = out or os.path.join(DOCS, "img", "scale.png")
+        cores = records[0].get("cores", os.cpu_count())
         script = f"""set terminal pngcairo size 900,520 noenhanced
 set output "{out}"
-set title "One switch, N worker processes on {records[0]['cores']} cores (SYNC, median over runs)"
+set title "One switch, N worker processes on {cores} cores (SYNC, median over runs)"
 set logscale x 2
 set xlabel "ranks"
 set ylabel "clocks per second"
@@ -1032,6 +1035,14 @@ plot "{dat}" using 1:2 with linespoints lw 2 title "clocks/s (all ranks share th
 """
         subprocess.run(["gnuplot"], input=script, text=True, check=True)
         print(f"evidence: {os.path.relpath(out, ROOT)}")
+
+
+def plot_scale_sweep(args):
+    with open(args.out) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    if not records:
+        fail(f"{args.out}: no records")
+    plot_scale(records, args.png)
 
 
 def window_value(rule):
@@ -1129,6 +1140,11 @@ def main():
                        "(OUT.jsonl) in docs/data/scale.jsonl")
     s.add_argument("out")
     s.set_defaults(func=record_scale)
+    s = sub.add_parser("plot-scale", help="draws a scripts/scale_sweep.sh output (OUT.jsonl), "
+                       "recorded or not, as a PNG")
+    s.add_argument("out")
+    s.add_argument("--png", required=True)
+    s.set_defaults(func=plot_scale_sweep)
     s = sub.add_parser("record-faults", help="records a fault matrix run's rows "
                        "(SERENE_FAULT_MATRIX_REPORT=FILE) in docs/data/faults.jsonl")
     s.add_argument("out")

@@ -3,7 +3,7 @@
 # worker processes on one switch (SYNC, a small model, bounded clocks);
 # records clocks per second and the switch's CPU per clock, writes OUT.md,
 # OUT.jsonl (one JSON line per run of each point, for scripts/evidence.py
-# record-scale) and the curve OUT.png (gnuplot, the first run of each point).
+# record-scale) and the curve OUT.png (gnuplot, the median of each point).
 #   bash scripts/scale_sweep.sh                      # results/scale/sweep.*
 #   bash scripts/scale_sweep.sh --ranks "4 64" --clocks 50 --runs 5
 set -euo pipefail
@@ -31,7 +31,6 @@ done
 [[ -x "$BIN/serene-bench" ]] || { echo "scale_sweep.sh: no $BIN/serene-bench; build first (README.md)" >&2; exit 1; }
 [[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || { echo "scale_sweep.sh: --runs must be a positive integer, not '$RUNS'" >&2; exit 2; }
 mkdir -p "$(dirname "$OUT")"
-: > "$OUT.dat"
 : > "$OUT.jsonl"
 {
   echo "| ranks | run | clocks | clocks/s | switch CPU per clock of all ranks (ms) | per clock of one rank (us) | READs re-sent | CLOCKs re-sent | wall s |"
@@ -55,26 +54,12 @@ for n in $RANKS; do
   # Per-rank table rows: columns 8 (re-READ) and 9 (re-CLOCK).
   read -r rereads reclocks < <(awk '$1 ~ /^[0-9]+$/ && NF >= 11 {r += $8; c += $9} END {print r+0, c+0}' <<< "$log")
   echo "| $n | $run | $clocks | $rate | $per_clock | $per_rank | $rereads | $reclocks | $wall |" >> "$OUT.md"
-  [[ $run -eq 1 ]] && echo "$n $rate $per_clock $per_rank" >> "$OUT.dat"
   printf '{"ranks": %d, "run": %d, "clocks": %d, "elements": %d, "clocks_per_s": %s, "switch_cpu_ms_per_clock": %s, "switch_cpu_us_per_rank_clock": %s, "read_retransmits": %d, "clock_retransmits": %d, "wall_s": %s}\n' \
     "$n" "$run" "$clocks" "$ELEMENTS" "$rate" "$per_clock" "$per_rank" "$rereads" "$reclocks" "$wall" >> "$OUT.jsonl"
   done
 done
+# The curve: the median of each point's runs, drawn as docs/img/scale.png is.
 if command -v gnuplot >/dev/null; then
-  gnuplot <<GP
-set terminal pngcairo size 900,520 noenhanced
-set output "$OUT.png"
-set title "One switch, N worker processes on 2 cores (SYNC, $ELEMENTS elements)"
-set logscale x 2
-set xlabel "ranks"
-set ylabel "clocks per second"
-set y2label "switch CPU per clock of one rank (us)"
-set ytics nomirror
-set y2tics
-set key top right
-set grid
-plot "$OUT.dat" using 1:2 with linespoints lw 2 title "clocks/s (all ranks share 2 cores)", \
-     "$OUT.dat" using 1:4 axes x1y2 with linespoints lw 2 title "switch CPU us per rank-clock"
-GP
+  /usr/bin/python3 scripts/evidence.py plot-scale "$OUT.jsonl" --png "$OUT.png" >/dev/null
 fi
 cat "$OUT.md"
