@@ -126,8 +126,8 @@ const bit<32> E_BAD_RANK = 1;
 const bit<32> E_BAD_ROW = 2;
 const bit<32> E_BAD_ROW_COUNT = 3;
 const bit<32> E_BAD_CLOCK = 4;
-const bit<32> E_NOT_JOINED = 5;
-const bit<32> E_WRONG_SOURCE = 6;
+/* 5 (not_joined) and 6 (wrong_source) are no longer sent: an unverified
+ * source gets a COOKIE (docs/protocol.md, "Error codes"). */
 const bit<32> E_EVICTED = 7;
 const bit<32> E_BAD_COUNT = 8;
 const bit<32> E_NOT_RELEASED = 9;
@@ -609,12 +609,18 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
     m.s0 = m.s0 ^ w;
   }
   /* The cookie of this request's source, job and rank in `bucket`, into
-   * m.ck_hi (the reply's clock) and m.ck_lo (its row). */
-  action join_cookie(in bit<32> bucket) {
-    m.s0 = m.k0;
-    m.s1 = m.k1 ^ 0xee;
-    m.s2 = m.k0 ^ 0x6c796765;
+   * m.ck_hi (the reply's clock) and m.ck_lo (its row), from the state
+   * HSIP_INIT set under the key (m.k0, m.k1). HSIP_INIT is statements of
+   * the apply block, not of this action: p4c's copy propagation substitutes
+   * the values an action assigns into every later statement of that action,
+   * and ROTL32 uses its operand twice, so with the state assigned here each
+   * round doubled the expressions (a 10 s compile took 15 minutes). */
+#define HSIP_INIT \
+    m.s0 = m.k0; \
+    m.s1 = m.k1 ^ 0xee; \
+    m.s2 = m.k0 ^ 0x6c796765; \
     m.s3 = m.k1 ^ 0x74656462;
+  action join_cookie(in bit<32> bucket) {
     hsip_word(hdr.ipv4.src);
     hsip_word(hdr.udp.src_port ++ hdr.se.job);
     hsip_word(hdr.se.worker ++ 16w0);
@@ -1036,6 +1042,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
         cookie_secret.read(m.k0, 0);
         cookie_secret.read(m.k1, 1);
         m.bucket = (bit<32>)(sm.ingress_global_timestamp >> 22);
+        HSIP_INIT
         join_cookie(m.bucket);
         m.cookie_hi = m.ck_hi;
         m.cookie_lo = m.ck_lo;
@@ -1043,6 +1050,7 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
           if (hdr.se.clock == m.ck_hi && hdr.se.row == m.ck_lo) {
             m.cookie_ok = 1;
           } else {
+            HSIP_INIT
             join_cookie(m.bucket - 1);
             if (hdr.se.clock == m.ck_hi && hdr.se.row == m.ck_lo) { m.cookie_ok = 1; }
           }
