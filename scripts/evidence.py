@@ -36,6 +36,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "docs", "data")
@@ -89,6 +90,11 @@ def machine():
     return {"commit": commit, "cpu": cpu, "cores": os.cpu_count(),
             "kernel": platform.release(),
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")}
+
+
+def no_records(figure, how, of=None):
+    """What a generated table says when its records are missing: how to make them."""
+    return [f"(no records{f' of {of}' if of else ''} in docs/data/{figure}.jsonl: run {how})"]
 
 
 def read_records(figure):
@@ -228,8 +234,8 @@ def table_validation(scenario):
     def gen():
         records = [r for r in read_records("sim-validation") if r["scenario"] == scenario]
         if not records:
-            return [f"(no records of {scenario} in docs/data/sim-validation.jsonl: run "
-                    "scripts/sim_validation.sh on a quiet machine)"]
+            return no_records("sim-validation", "scripts/sim_validation.sh on a quiet machine",
+                              scenario)
         seeds = sorted({r["seed"] for r in records})
         runs = {(r["seed"], r["label"]): r for r in records}
         labels = list(dict.fromkeys(r["label"] for r in records))
@@ -447,8 +453,7 @@ def table_micro(binary):
     def make():
         records = [r for r in read_records("micro") if r["scenario"] == binary]
         if not records:
-            return [f"(no records of {binary} in docs/data/micro.jsonl: run "
-                    "scripts/reproduce.sh --only micro)"]
+            return no_records("micro", "scripts/reproduce.sh --only micro", binary)
         by = {}
         for r in records:
             by.setdefault(r["benchmark"], []).append(r)
@@ -486,8 +491,7 @@ def table_flood():
     rounds per second with a keyless-JOIN flood beside it over without."""
     records = [r for r in read_records("micro") if r["scenario"] == "flood_bench"]
     if not records:
-        return ["(no records of flood_bench in docs/data/micro.jsonl: run "
-                "scripts/reproduce.sh --only micro)"]
+        return no_records("micro", "scripts/reproduce.sh --only micro", "flood_bench")
     f2 = lambda x: f"{x:.2f}"
     get = lambda key: [r[key] for r in records if key in r]
     med = statistics.median(get("ratio_quiet"))
@@ -526,7 +530,7 @@ SCALE_KEYS = ["ranks", "run", "clocks", "elements", "clocks_per_s", "switch_cpu_
 def table_scale():
     records = read_records("scale")
     if not records:
-        return ["(no records in docs/data/scale.jsonl: run scripts/reproduce.sh --only scale)"]
+        return no_records("scale", "scripts/reproduce.sh --only scale")
     by = {}
     for r in records:
         by.setdefault(r["ranks"], []).append(r)
@@ -603,7 +607,7 @@ def table_faults_summary():
     NACKs and ignored INCs, and what the injectors did."""
     records = read_records("faults")
     if not records:
-        return ["(no records in docs/data/faults.jsonl: run scripts/reproduce.sh --only faults)"]
+        return no_records("faults", "scripts/reproduce.sh --only faults")
     groups = {}
     for r in records:
         groups.setdefault((r["policy"], r["fault"]), []).append(r)
@@ -637,7 +641,7 @@ def table_faults_summary():
 def table_faults_cases():
     records = read_records("faults")
     if not records:
-        return ["(no records in docs/data/faults.jsonl: run scripts/reproduce.sh --only faults)"]
+        return no_records("faults", "scripts/reproduce.sh --only faults")
     inj = lambda x: "/".join(map(str, x)) if x else "-"
     lines = ["| policy | fault | dir | seed | clocks | result | wall s | retransmissions | "
              "NACKs | duplicate INCs | late INCs | rx injector: "
@@ -650,6 +654,109 @@ def table_faults_cases():
             f"{r['nacks']} | {r['duplicate_incs']} | {r['late_incs']} | "
             f"{inj(r['rx_injector'])} | {inj(r['tx_injector'])} |")
     return lines + ["", machines_line(records)]
+
+
+P4_CHECKS = ("compile", "conformance", "training", "rate")
+
+
+def p4_toolchain():
+    """The versions of the P4 toolchain the checks ran with (P4, default /opt/p4)."""
+    prefix = os.environ.get("P4", "/opt/p4")
+    def version(binary):
+        try:
+            out = subprocess.run([os.path.join(prefix, "bin", binary), "--version"],
+                                 capture_output=True, text=True, timeout=30).stdout
+        except (OSError, subprocess.SubprocessError):
+            return ""
+        m = re.search(r"(\d+\.\d+\.\d+(?:\.\d+)?)", out)
+        return m.group(1) if m else out.strip()
+    return {"p4c": version("p4c-bm2-ss"), "bmv2": version("simple_switch")}
+
+
+def record_p4(args):
+    """Records one check of the P4 program in BMv2 (reproduce.sh's p4
+    figure) from the check's output: compile (p4/compile_check.sh),
+    conformance (p4/conformance.sh BUILD bmv2), training (p4/train.sh BUILD
+    compare STEPS) or rate (p4/bench.sh's JSON lines, one per run). The check
+    replaces its earlier records."""
+    try:
+        with open(args.out) as f:
+            text = f.read()
+    except OSError as e:
+        fail(f"{args.out}: {e}")
+    base = dict(machine(), **p4_toolchain(), figure="p4", scenario=args.check, source=args.check)
+    if args.started is not None:
+        base["seconds"] = round(time.time() - args.started, 1)
+    records = []
+    if args.check == "compile":
+        widths = [int(w) for w in re.findall(r"SERENE_MAX_W=(\d+): compiled, no warnings", text)]
+        if not widths:
+            fail(f"{args.out}: no 'compiled, no warnings' line (p4/compile_check.sh's output)")
+        records.append(dict(base, widths=widths))
+    elif args.check == "conformance":
+        if not re.search(r"^conformance \(bmv2\): all passed$", text, re.M):
+            fail(f"{args.out}: no 'conformance (bmv2): all passed' (p4/conformance.sh BUILD bmv2)")
+        sections = re.findall(r"^--- (.*)$", text, re.M)
+        records.append(dict(base, sections=sections))
+    elif args.check == "training":
+        m = re.search(r"the same model, byte for byte \((\d+) bytes, sha256 ([0-9a-f]+)\), and the "
+                      r"same accuracy through both switches after (\d+) steps", text)
+        acc = re.search(r"^P4 switch \(BMv2\): accuracy ([0-9.]+)$", text, re.M)
+        if not m or not acc:
+            fail(f"{args.out}: no 'the same model, byte for byte' and accuracy lines "
+                 "(p4/train.sh BUILD compare STEPS)")
+        records.append(dict(base, model_bytes=int(m.group(1)), sha256=m.group(2),
+                            steps=int(m.group(3)), accuracy=float(acc.group(1))))
+    elif args.check == "rate":
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.startswith("{"):
+                j = json.loads(line)
+                records.append(dict(base, run=len(records) + 1, clocks=j["clocks"],
+                                    rows=j["rows"], software_rps=j["software_rps"],
+                                    bmv2_rps=j["bmv2_rps"])
+                               )
+        if not records:
+            fail(f"{args.out}: no JSON lines (p4/bench.sh's last line)")
+    replace_records("p4", args.check, records)
+
+
+def table_p4():
+    """The checks of docs/p4.md's "Verified", from their records."""
+    by = by_scenario(read_records("p4"))
+    if not by:
+        return no_records("p4", "sudo scripts/reproduce.sh --only p4, with the P4 toolchain "
+                          "installed")
+    lines = ["| check | what ran | result | time (s) |", "|---|---|---|---:|"]
+    secs = lambda rs: f"{sum(r.get('seconds', 0) for r in rs):.0f}"
+    if "compile" in by:
+        r = by["compile"][0]
+        lines.append(f"| compile | `p4/compile_check.sh`: p4c-bm2-ss at SERENE_MAX_W = "
+                     f"{', '.join(map(str, r['widths']))} | compiles, no warning | {secs([r])} |")
+    if "conformance" in by:
+        r = by["conformance"][0]
+        lines.append(f"| conformance | `p4/conformance.sh BUILD bmv2`: "
+                     f"{'; '.join(s.rstrip('.') for s in r['sections'])} | all "
+                     f"{len(r['sections'])} sections passed | {secs([r])} |")
+    if "training" in by:
+        r = by["training"][0]
+        lines.append(f"| training | `p4/train.sh BUILD compare {r['steps']}`: 2 ranks, MLP, SYNC, "
+                     f"seed 1, through the software switch and through BMv2 | the same final "
+                     f"model byte for byte ({r['model_bytes']:,} bytes, sha256 {r['sha256']}…), "
+                     f"accuracy {r['accuracy']:.4f} | {secs([r])} |")
+    if "rate" in by:
+        rs = by["rate"]
+        ratio = [r["software_rps"] / r["bmv2_rps"] for r in rs]
+        lines.append(f"| packet rate | `p4/bench.sh BUILD {rs[0]['clocks']}`, {len(rs)} runs: 2 "
+                     f"ranks, {rs[0]['rows']} rows of 64, every pull checked | simple_switch "
+                     f"{fmt_range([r['bmv2_rps'] for r in rs], lambda x: f'{x:,.0f}')} "
+                     f"requests/s (window 8), serene-switch "
+                     f"{fmt_range([r['software_rps'] for r in rs], lambda x: f'{x:,.0f}')} "
+                     f"(window 128): {fmt_range(ratio, lambda x: f'{x:.0f}')} × | {secs(rs)} |")
+    records = [r for rs in by.values() for r in rs]
+    tools = sorted({(r.get("p4c", ""), r.get("bmv2", "")) for r in records})
+    return lines + ["", "Median (min–max) over runs. Toolchain: " +
+                    "; ".join(f"p4c {p} and BMv2 {b}" for p, b in tools) +
+                    " (scripts/p4-toolchain.sh). " + machines_line(records)]
 
 
 # ------------------------------------------------------------------- tables
@@ -787,8 +894,7 @@ def table_policies(figure, scenario, default_bound, waits=False):
     def make():
         records = [r for r in read_records(figure) if r.get("scenario") == scenario]
         if not records:
-            return [f"(no records of {scenario} in docs/data/{figure}.jsonl: run "
-                    f"scripts/reproduce.sh)"]
+            return no_records(figure, "scripts/reproduce.sh", scenario)
         bound = VERDICT_BOUND.get(scenario, default_bound)
         table = policy_table(records, waits=waits, paper=PAPER_JCT.get((figure, scenario)))
         return table + [""] + adaptive_verdict(records, bound=bound) + [
@@ -806,8 +912,8 @@ def table_comm():
     medians; the issue-9 target at N = 4."""
     records = read_records("comm")
     if not records:
-        return ["(no records in docs/data/comm.jsonl: run scripts/reproduce.sh, or "
-                "scripts/comm_sweep.sh --runs 5 and evidence.py record-comm)"]
+        return no_records("comm", "scripts/reproduce.sh, or scripts/comm_sweep.sh --runs 5 and "
+                          "evidence.py record-comm")
     points = {}
     for r in records:
         points.setdefault(comm_point(r), []).append(r)
@@ -866,6 +972,7 @@ def generators():
     gens["scale"] = table_scale
     gens["faults-summary"] = table_faults_summary
     gens["faults-cases"] = table_faults_cases
+    gens["p4-verified"] = table_p4
     for scenario in PAPER_SCALE:
         gens[f"paper-scale-{scenario}"] = table_policies("paper-scale", scenario, 1.05,
                                                          waits=True)
@@ -1149,6 +1256,13 @@ def main():
                        "(SERENE_FAULT_MATRIX_REPORT=FILE) in docs/data/faults.jsonl")
     s.add_argument("out")
     s.set_defaults(func=record_faults)
+    s = sub.add_parser("record-p4", help="records one check of the P4 program in BMv2 from "
+                       "its output (reproduce.sh --only p4)")
+    s.add_argument("out")
+    s.add_argument("--check", required=True, choices=P4_CHECKS)
+    s.add_argument("--started", type=float,
+                   help="when the check started (seconds since the epoch): records its duration")
+    s.set_defaults(func=record_p4)
     s = sub.add_parser("record-comm", help="records a scripts/comm_sweep.sh output (OUT.jsonl)")
     s.add_argument("out")
     s.set_defaults(func=record_comm)

@@ -45,6 +45,11 @@
 #   sim-validation the simulator against real runs (scripts/sim_validation.sh,
 #                  docs/simulator.md): the demo at 4 and 8 ranks, real and
 #                  simulated, seeds 1-5 (~30 min; not quick). Real time.
+#   p4             the P4 program in BMv2 (docs/p4.md "Verified"): p4/compile_check.sh,
+#                  p4/conformance.sh against BMv2, p4/train.sh compare 20 and
+#                  5 runs of p4/bench.sh 100 (~15 min; not quick). Needs root
+#                  and the P4 toolchain (scripts/p4-toolchain.sh); without
+#                  them it says so and records nothing.
 set -euo pipefail
 # Bash reads a script while it runs it: the whole body is one block, parsed
 # before it starts, so that editing this file during a run of hours does not
@@ -58,7 +63,7 @@ while [[ $# -gt 0 ]]; do
     --quick) quick=1; shift ;;
     --tables) tables_only=1; shift ;;
     --only) only+=("$2"); shift 2 ;;
-    -h|--help) sed -n 2,47p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,52p "$0"; exit 0 ;;
     *) echo "reproduce.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -153,6 +158,28 @@ if [[ $tables_only -eq 0 ]]; then
     SERENE_FAULT_MATRIX_REPORT="$scratch/faults.md" $BIN/fault_matrix_test \
       --gtest_filter='*FaultMatrixTest*' --gtest_brief=1 | tail -n 3
     $PY scripts/evidence.py record-faults "$scratch/faults.md"
+  fi
+
+  if [[ $quick -eq 0 ]] && wanted p4 p4; then
+    P4=${P4:-/opt/p4}
+    if [[ $(id -u) != 0 || ! -x $P4/bin/simple_switch || ! -x $P4/bin/p4c-bm2-ss ]]; then
+      say "p4: skipped: needs root and the P4 toolchain in $P4 (scripts/p4-toolchain.sh)"
+    else
+      # p4check NAME COMMAND...: runs one check; records its output and time.
+      p4check() {
+        local name=$1 t0=$EPOCHREALTIME
+        shift
+        say "p4: $name ($*)"
+        "$@" >"$scratch/p4-$name.log" 2>&1 ||
+          { cat "$scratch/p4-$name.log"; echo "reproduce.sh: p4 $name failed" >&2; exit 1; }
+        $PY scripts/evidence.py record-p4 "$scratch/p4-$name.log" --check "$name" \
+          --started "$t0"
+      }
+      p4check compile bash p4/compile_check.sh
+      p4check conformance bash p4/conformance.sh build bmv2
+      p4check training bash p4/train.sh build compare 20
+      p4check rate bash -c 'for run in 1 2 3 4 5; do bash p4/bench.sh build 100 | tail -n 1; done'
+    fi
   fi
 
   seeds=(1 2 3 4 5)

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """scripts/evidence.py's recorders of the benchmarks behind performance.md and
 reliability.md: Google Benchmark JSON (record-bench), the scale sweep
-(record-scale) and the fault matrix's rows (record-faults), and the tables
-made from them."""
+(record-scale), the fault matrix's rows (record-faults), and of p4.md's
+checks of the P4 program in BMv2 (record-p4), and the tables made from them."""
 import argparse
 import json
 import os
@@ -83,6 +83,42 @@ class RecordersTest(ScratchDataTest):
             evidence.record_faults(argparse.Namespace(out=self.write("f.md", bad)))
         with self.assertRaises(SystemExit):
             evidence.record_faults(argparse.Namespace(out=self.write("g.md", "no rows\n")))
+
+    def record_p4(self, check, text):
+        evidence.record_p4(argparse.Namespace(out=self.write(check + ".log", text), check=check,
+                                              started=None))
+
+    def test_p4_checks_are_recorded_from_their_outputs(self):
+        self.record_p4("compile", "serene.p4 with SERENE_MAX_W=64: compiled, no warnings\n"
+                                  "serene.p4 with SERENE_MAX_W=32: compiled, no warnings\n")
+        self.record_p4("conformance", "--- 1. smoke.py\n--- 2. golden packets\nok\n"
+                                      "conformance (bmv2): all passed\n")
+        self.record_p4("training", "software switch: accuracy 0.6960\n"
+                                   "P4 switch (BMv2): accuracy 0.6960\n"
+                                   "train.sh: the same model, byte for byte (318040 bytes, sha256 "
+                                   "0123456789abcdef), and the same accuracy through both "
+                                   "switches after 20 steps\n")
+        bench = '{{"clocks": 100, "rows": 100, "software_rps": {}, "bmv2_rps": {}, ' \
+                '"software_over_bmv2": 0}}\n'
+        self.record_p4("rate", "noise\n" + "".join(bench.format(s, b) for s, b in
+                                                   [(600000, 2000), (500000, 1000),
+                                                    (700000, 1400)]))
+        table = "\n".join(evidence.table_p4())
+        self.assertIn("| compile | `p4/compile_check.sh`: p4c-bm2-ss at SERENE_MAX_W = 64, 32 |",
+                      table)
+        self.assertIn("1. smoke.py; 2. golden packets | all 2 sections passed |", table)
+        self.assertIn("(318,040 bytes, sha256 0123456789abcdef…), accuracy 0.6960 |", table)
+        self.assertIn("simple_switch 1,400 (1,000–2,000) requests/s (window 8), serene-switch "
+                      "600,000 (500,000–700,000) (window 128): 500 (300–500) ×", table)
+
+    def test_a_p4_check_without_its_result_line_is_refused(self):
+        for check, text in (("compile", "error: serene.p4(12): syntax error\n"),
+                            ("conformance", "--- 1. smoke.py\nFAIL: JOIN\n"),
+                            ("training", "software switch: accuracy 0.6960\n"),
+                            ("rate", "serene-bench failed\n")):
+            with self.assertRaises(SystemExit, msg=check):
+                self.record_p4(check, text)
+        self.assertEqual(evidence.read_records("p4"), [])
 
 
 if __name__ == "__main__":
