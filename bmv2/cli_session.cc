@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "bmv2/netns.h"
+
 namespace serene::bmv2 {
 namespace {
 
@@ -57,6 +59,7 @@ Status WriteAll(int fd, const std::string& data) {
 }  // namespace
 
 Result<std::unique_ptr<CliSession>> CliSession::Start(const std::string& cli, int thrift_port,
+                                                      const std::string& netns,
                                                       std::chrono::milliseconds timeout) {
   if (::access(cli.c_str(), X_OK) != 0) {
     return Status::NotFound(cli +
@@ -75,6 +78,7 @@ Result<std::unique_ptr<CliSession>> CliSession::Start(const std::string& cli, in
   if (pid < 0) return Status::IoError("fork failed");
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (!netns.empty() && !EnterNetns(netns.c_str())) ::_exit(126);
     ::dup2(in[0], 0);
     ::dup2(out[1], 1);
     ::dup2(out[1], 2);
@@ -90,6 +94,7 @@ Result<std::unique_ptr<CliSession>> CliSession::Start(const std::string& cli, in
   auto r = s->Run({});
   if (!r.ok()) {
     return Status::Unavailable("simple_switch_CLI on Thrift port " + port +
+                               (netns.empty() ? "" : " in " + netns) +
                                " did not start: " + r.status().message());
   }
   return s;

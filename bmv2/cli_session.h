@@ -30,8 +30,11 @@ namespace serene::bmv2 {
 class CliSession {
  public:
   // Starts `cli` (e.g. /opt/p4/bin/simple_switch_CLI) against the Thrift
-  // server on 127.0.0.1:`thrift_port` and checks that it answers.
+  // server on 127.0.0.1:`thrift_port` of the network namespace at `netns`
+  // (simple_switch's own, bmv2/netns.h; empty: this process's) and checks
+  // that it answers.
   static Result<std::unique_ptr<CliSession>> Start(const std::string& cli, int thrift_port,
+                                                   const std::string& netns,
                                                    std::chrono::milliseconds timeout);
   ~CliSession();
   CliSession(const CliSession&) = delete;

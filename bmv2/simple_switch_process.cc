@@ -1,22 +1,23 @@
 #include "bmv2/simple_switch_process.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "bmv2/netns.h"
 #include "net/address.h"
 
 namespace serene::bmv2 {
@@ -24,11 +25,7 @@ namespace {
 
 std::string FormatIp(uint32_t ip) { return net::FormatHost(net::Ipv4Endpoint(ip, 0)); }
 
-pid_t Spawn(const std::vector<std::string>& argv, const std::string& log, bool die_with_parent) {
-  pid_t pid = ::fork();
-  if (pid != 0) return pid;
-  // SIGKILL: simple_switch does not always exit on SIGTERM while busy.
-  if (die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+[[noreturn]] void Exec(const std::vector<std::string>& argv, const std::string& log) {
   int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (fd >= 0) {
     ::dup2(fd, 1);
@@ -43,6 +40,57 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& log, bool d
   ::_exit(127);
 }
 
+// Forks and execs `argv` with its output in `log`; in the network namespace
+// at `netns` if it is not empty.
+pid_t Spawn(const std::vector<std::string>& argv, const std::string& log, bool die_with_parent,
+            const std::string& netns = "") {
+  pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  // SIGKILL: simple_switch does not always exit on SIGTERM while busy.
+  if (die_with_parent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (!netns.empty() && !EnterNetns(netns.c_str())) ::_exit(126);
+  Exec(argv, log);
+}
+
+// Forks simple_switch's process. The child leaves for a network namespace of
+// its own (which lives as long as it does), says so on a pipe, and execs
+// `argv` only when the parent has moved its ports in and writes a byte to
+// *go (closing *go instead ends the child). Returns the pid, or -1.
+pid_t SpawnInOwnNetns(const std::vector<std::string>& argv, const std::string& log, int* go) {
+  int ready[2], start[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) return -1;
+  if (::pipe2(start, O_CLOEXEC) != 0) {
+    ::close(ready[0]);
+    ::close(ready[1]);
+    return -1;
+  }
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::unshare(CLONE_NEWNET) != 0) ::_exit(126);
+    char c = 'r';
+    if (::write(ready[1], &c, 1) != 1) ::_exit(126);
+    if (::read(start[0], &c, 1) != 1) ::_exit(125);
+    Exec(argv, log);
+  }
+  ::close(ready[1]);
+  ::close(start[0]);
+  char c = 0;
+  ssize_t n = -1;
+  if (pid > 0) {
+    do n = ::read(ready[0], &c, 1);
+    while (n < 0 && errno == EINTR);
+  }
+  ::close(ready[0]);
+  if (n != 1) {  // the child could not unshare (it exited) or fork failed
+    ::close(start[1]);
+    if (pid > 0) ::waitpid(pid, nullptr, 0);
+    return -1;
+  }
+  *go = start[1];
+  return pid;
+}
+
 std::string Tail(const std::string& path, size_t bytes = 600) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -51,23 +99,14 @@ std::string Tail(const std::string& path, size_t bytes = 600) {
   return s.size() > bytes ? "..." + s.substr(s.size() - bytes) : s;
 }
 
-bool ThriftAnswers(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
-
-void RemoveStaleControlPairs() {
+// Ports left by a serene-switch that was killed (kill -9 skips the clean-up)
+// before it moved them into simple_switch's namespace: srnk<pid><s|c|m>.
+void RemoveStalePorts() {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/sys/class/net", ec)) {
     const std::string name = e.path().filename().string();
-    if (name.size() < 6 || name.rfind("srnk", 0) != 0 || name.back() != 's') continue;
+    if (name.size() < 6 || name.rfind("srnk", 0) != 0) continue;
+    if (std::string_view("scm").find(name.back()) == std::string_view::npos) continue;
     const std::string pid = name.substr(4, name.size() - 5);
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
     if (std::filesystem::exists("/proc/" + pid, ec)) continue;  // its switch still runs
@@ -77,8 +116,9 @@ void RemoveStaleControlPairs() {
 
 }  // namespace
 
-int RunLogged(const std::vector<std::string>& argv, const std::string& log) {
-  pid_t pid = Spawn(argv, log, true);
+int RunLogged(const std::vector<std::string>& argv, const std::string& log,
+              const std::string& netns) {
+  pid_t pid = Spawn(argv, log, true, netns);
   if (pid < 0) return -1;
   int status = 0;
   if (::waitpid(pid, &status, 0) != pid) return -1;
@@ -121,35 +161,66 @@ Result<std::unique_ptr<SimpleSwitchProcess>> SimpleSwitchProcess::Start(
     return Status::NotFound("--p4-json " + p->json_ + ": cannot read it");
   }
 
-  // Control veth pairs left by a serene-switch that was killed (kill -9
-  // skips the clean-up): their names carry the pid.
-  RemoveStaleControlPairs();
-  // The control veth pair: names unique to this process.
+  RemoveStalePorts();
+  // simple_switch's ports, named after this process: the control veth pair
+  // (its switch end is port 1) and a macvlan on the user's interface that
+  // answers to the switch's MAC (port 0). Both move into simple_switch's
+  // namespace, so they and the pair's other end vanish with it.
   const std::string tag = std::to_string(::getpid());
   p->control_port_ = "srnk" + tag + "s";
   p->control_peer_ = "srnk" + tag + "c";
+  p->data_port_ = "srnk" + tag + "m";
   const std::string iplog = options.work_dir + "/ip.log";
-  RunLogged({"ip", "link", "del", p->control_port_}, "/dev/null");
   if (RunLogged(
           {"ip", "link", "add", p->control_port_, "type", "veth", "peer", "name", p->control_peer_},
           iplog) != 0) {
     return Status::IoError("cannot create the control veth pair: " + Tail(iplog));
   }
-  for (const std::string& ifc : {p->control_port_, p->control_peer_}) {
-    RunLogged({"sysctl", "-qw", "net.ipv6.conf." + ifc + ".disable_ipv6=1"}, iplog);
-    RunLogged({"ip", "link", "set", ifc, "up"}, iplog);
+  RunLogged({"sysctl", "-qw", "net.ipv6.conf." + p->control_peer_ + ".disable_ipv6=1"}, iplog);
+  RunLogged({"ip", "link", "set", p->control_peer_, "up"}, iplog);
+  if (RunLogged({"ip", "link", "add", p->data_port_, "link", options.interface, "address", kSwitchMac,
+                 "type", "macvlan", "mode", "bridge"},
+                iplog) != 0) {
+    return Status::IoError("cannot create the switch's port on " + options.interface +
+                           " (a macvlan with MAC " + kSwitchMac +
+                           "; is another switch on that interface?): " + Tail(iplog));
   }
 
   p->started_ = std::chrono::steady_clock::now();
-  p->pid_ =
-      Spawn({bin + "simple_switch", "-i", "0@" + options.interface, "-i", "1@" + p->control_port_,
-             "--thrift-port", std::to_string(options.thrift_port), "--device-id", "0",
-             // Its own notification socket: two switches on one host would
-             // both take the default ipc:///tmp/bmv2-0-notifications.ipc.
-             "--notifications-addr", "ipc://" + options.work_dir + "/notifications.ipc", p->json_},
-            p->log_, true);
-  if (p->pid_ < 0) return Status::IoError("cannot start simple_switch");
-  while (!ThriftAnswers(options.thrift_port)) {
+  int go = -1;
+  p->pid_ = SpawnInOwnNetns(
+      {bin + "simple_switch", "-i", "0@" + p->data_port_, "-i", "1@" + p->control_port_,
+       "--thrift-port", std::to_string(options.thrift_port), "--device-id", "0",
+       // Its own notification socket: two switches on one host would
+       // both take the default ipc:///tmp/bmv2-0-notifications.ipc.
+       "--notifications-addr", "ipc://" + options.work_dir + "/notifications.ipc", p->json_},
+      p->log_, &go);
+  if (p->pid_ < 0) {
+    return Status::IoError("cannot start simple_switch in a network namespace of its own");
+  }
+  p->netns_ = NetnsOf(p->pid_);
+  // In the new namespace: loopback up (the Thrift server and the CLI meet
+  // there), no IPv6 (no kernel chatter into the ports), then the ports.
+  bool moved =
+      RunLogged({"ip", "link", "set", "lo", "up"}, iplog, p->netns_) == 0 &&
+      RunLogged({"sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
+                 "net.ipv6.conf.default.disable_ipv6=1"},
+                iplog, p->netns_) == 0;
+  for (const std::string& port : {p->control_port_, p->data_port_}) {
+    moved = moved &&
+            RunLogged({"ip", "link", "set", port, "netns", std::to_string(p->pid_)}, iplog) == 0 &&
+            RunLogged({"ip", "link", "set", port, "up"}, iplog, p->netns_) == 0;
+  }
+  if (!moved) {
+    ::close(go);
+    return Status::IoError("cannot move simple_switch's ports into its network namespace: " +
+                           Tail(iplog));
+  }
+  const char c = 'g';
+  bool started = ::write(go, &c, 1) == 1;
+  ::close(go);
+  if (!started) return Status::FailedPrecondition("simple_switch exited at start: " + Tail(p->log_));
+  while (!LoopbackTcpAnswers(p->netns_, options.thrift_port)) {
     if (!p->running()) {
       return Status::FailedPrecondition("simple_switch exited at start: " + Tail(p->log_));
     }
@@ -173,7 +244,7 @@ Result<std::unique_ptr<SimpleSwitchProcess>> SimpleSwitchProcess::Start(
 
 Result<std::unique_ptr<CliSession>> SimpleSwitchProcess::Connect() const {
   return CliSession::Start(options_.prefix + "/bin/simple_switch_CLI", options_.thrift_port,
-                           std::chrono::seconds(30));
+                           netns_, std::chrono::seconds(30));
 }
 
 bool SimpleSwitchProcess::running() const {
@@ -195,9 +266,12 @@ void SimpleSwitchProcess::Stop() {
     }
     pid_ = -1;
   }
-  if (!control_port_.empty()) {
-    RunLogged({"ip", "link", "del", control_port_}, "/dev/null");
-    control_port_.clear();
+  // The ports went with simple_switch's namespace; a pair that never moved
+  // in (a failed start) goes here: deleting one end deletes both.
+  if (!control_peer_.empty()) {
+    RunLogged({"ip", "link", "del", control_peer_}, "/dev/null");
+    RunLogged({"ip", "link", "del", data_port_}, "/dev/null");
+    control_peer_.clear();
   }
 }
 

@@ -1,12 +1,15 @@
 // SimpleSwitchProcess: BMv2's simple_switch running p4/serene.p4 for
 // serene-switch --target bmv2. Start() compiles the program with p4c-bm2-ss
-// (unless a compiled JSON is given), creates the back end's control veth pair
-// (port 1 of the switch; the other end carries the kicks), starts
-// simple_switch with the user's interface as port 0, waits for its Thrift
-// server, and installs the fixed configuration: the Serene address in
-// `endpoint` and `arp`, port 1 in `control_port`, the fan-out clone session. The
-// destructor stops simple_switch and removes the veth pair; simple_switch
-// also dies with this process (PR_SET_PDEATHSIG), even on kill -9.
+// (unless a compiled JSON is given) and starts simple_switch in a network
+// namespace of its own (bmv2/netns.h) that holds its two ports: port 0, a
+// macvlan on the user's interface with the switch's MAC, and port 1, one end
+// of the back end's control veth pair (the other end, here, carries the
+// kicks). Its Thrift server is reachable only inside that namespace, where
+// Connect() runs the CLI. Start() then waits for Thrift and installs the
+// fixed configuration: the Serene address in `endpoint` and `arp`, port 1 in
+// `control_port`, the fan-out clone session. The destructor stops
+// simple_switch; its namespace and ports go with it. simple_switch also dies
+// with this process (PR_SET_PDEATHSIG), even on kill -9.
 #pragma once
 
 #include <sys/types.h>
@@ -15,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "bmv2/cli_session.h"
 #include "common/status.h"
@@ -45,16 +49,18 @@ class SimpleSwitchProcess {
   SimpleSwitchProcess(const SimpleSwitchProcess&) = delete;
   SimpleSwitchProcess& operator=(const SimpleSwitchProcess&) = delete;
 
-  // A new CLI session on the switch's Thrift port.
+  // A new CLI session on the switch's Thrift port, inside its namespace.
   Result<std::unique_ptr<CliSession>> Connect() const;
   // The back end's end of the control veth pair (KickChannel::Open).
   const std::string& control_interface() const { return control_peer_; }
   std::chrono::steady_clock::time_point started() const { return started_; }
   const std::string& json() const { return json_; }
   const std::string& log_path() const { return log_; }
+  // simple_switch's network namespace (/proc/PID/ns/net).
+  const std::string& netns() const { return netns_; }
   // simple_switch is still running.
   bool running() const;
-  // Stops simple_switch (SIGTERM, then SIGKILL) and removes the veth pair.
+  // Stops simple_switch (SIGTERM, then SIGKILL); its namespace and ports go with it.
   void Stop();
 
  private:
@@ -62,15 +68,19 @@ class SimpleSwitchProcess {
 
   SimpleSwitchOptions options_;
   pid_t pid_ = -1;
-  std::string control_port_;  // the switch's end (port 1)
+  std::string control_port_;  // the switch's end of the control pair (port 1)
   std::string control_peer_;
+  std::string data_port_;  // the macvlan on the user's interface (port 0)
+  std::string netns_;
   std::string json_;
   std::string log_;
   std::chrono::steady_clock::time_point started_;
 };
 
-// Runs a program to completion with its output in `log` (appended); returns
-// the exit code (-1 if it could not run) — for p4c and ip(8).
-int RunLogged(const std::vector<std::string>& argv, const std::string& log);
+// Runs a program to completion with its output in `log` (appended), in the
+// network namespace at `netns` if given; returns the exit code (-1 if it
+// could not run) — for p4c, ip(8) and sysctl(8).
+int RunLogged(const std::vector<std::string>& argv, const std::string& log,
+              const std::string& netns = "");
 
 }  // namespace serene::bmv2

@@ -104,11 +104,28 @@ echo "--- 3. workers (serene-bench, every pull checked)"
 "${RUN[@]}" env SERENE_KEY=0x5e4e "$BIN/serene-bench" --switch "$SWITCH" --job 9 --workers 2 \
   --elements 1000 --row 64 --clocks 30 || fail "serene-bench (job 9, SYNC)"
 if [[ $TARGET == bmv2 ]]; then
-  echo "--- 4. ARP answered by the P4 switch; kill -9 of serene-switch takes simple_switch with it"
+  echo "--- 4. ARP answered by the P4 switch"
   ip -n "$NS" neigh show 10.77.0.1 | grep -q "lladdr 02:53:45:00:00:01" \
     || fail "the workers did not learn the switch's MAC by ARP: $(ip -n "$NS" neigh show)"
   THRIFT=$(grep -o "Thrift port [0-9]*" "$LOG" | head -1 | awk '{print $3}')
-  pgrep -f "simple_switch .*--thrift-port $THRIFT" >/dev/null || fail "no simple_switch on Thrift port $THRIFT"
+  SS_PID=$(pgrep -f "simple_switch .*--thrift-port $THRIFT" | head -1)
+  [[ -n $SS_PID ]] || fail "no simple_switch on Thrift port $THRIFT"
+  echo "--- 5. simple_switch's Thrift port is reachable only in its own network namespace"
+  # Connects to HOST:PORT; fails if refused, unreachable or silent for 3 s.
+  tcp_answers() { timeout 3 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
+  # The port is the right one: it answers inside simple_switch's namespace.
+  nsenter --net="/proc/$SS_PID/ns/net" bash -c "$(declare -f tcp_answers); tcp_answers 127.0.0.1 $THRIFT" \
+    || fail "Thrift port $THRIFT does not answer in simple_switch's namespace"
+  [[ $(readlink "/proc/$SS_PID/ns/net") != "$(readlink /proc/self/ns/net)" ]] \
+    || fail "simple_switch runs in the host's network namespace"
+  for host in 127.0.0.1 $(hostname -I 2>/dev/null); do
+    if tcp_answers "$host" "$THRIFT"; then fail "Thrift port $THRIFT answers on $host from the host"; fi
+  done
+  if "${RUN[@]}" bash -c "$(declare -f tcp_answers); tcp_answers 10.77.0.1 $THRIFT"; then
+    fail "Thrift port $THRIFT answers on the switch's address 10.77.0.1 from the workers' namespace"
+  fi
+  echo "--- 6. kill -9 of serene-switch takes simple_switch, its namespace and its ports with it"
+  DAEMON=$SW_PID
   kill -9 "$SW_PID"
   wait "$SW_PID" 2>/dev/null || true
   SW_PID=
@@ -119,5 +136,12 @@ if [[ $TARGET == bmv2 ]]; then
   if pgrep -f "simple_switch .*--thrift-port $THRIFT" >/dev/null; then
     fail "simple_switch outlived serene-switch"
   fi
+  # Its ports (srnk<pid>[scm]) went with its namespace; the user's interface stays.
+  for _ in $(seq 50); do
+    ls /sys/class/net | grep -q "^srnk$DAEMON[scm]\$" || break
+    sleep 0.1
+  done
+  if ls /sys/class/net | grep "^srnk$DAEMON[scm]\$"; then fail "the killed switch's ports remain"; fi
+  ip link show "$SW_IF" >/dev/null || fail "the workers' interface $SW_IF is gone"
 fi
 echo "conformance ($TARGET): all passed"

@@ -10,7 +10,8 @@
 #                              job spec); prints its path
 #
 # software: serene-switch on 127.0.0.1, ephemeral ports. bmv2: a veth pair
-# whose one end is simple_switch's port 0 and whose other end, 10.77.0.2, is
+# whose one end carries simple_switch's port 0 (serene-switch puts a macvlan
+# on it into simple_switch's own namespace) and whose other end, 10.77.0.2, is
 # in a fresh network namespace where the workers run (the switch itself
 # answers ARP for its 10.77.0.1); serene-switch --target bmv2 compiles p4/serene.p4
 # (or loads P4_JSON, a compiled program).
