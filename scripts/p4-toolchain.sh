@@ -194,5 +194,6 @@ ninja -C "$SRC/p4c/build" -j"$(nproc)" p4c-bm2-ss >"$WORK/p4c.log" 2>&1 ||
 # The back end and the P4 include files (v1model.p4, core.p4).
 install -D "$SRC/p4c/build/backends/bmv2/p4c-bm2-ss" "$PREFIX/bin/p4c-bm2-ss"
 mkdir -p "$PREFIX/share/p4c" && cp -r "$SRC/p4c/p4include" "$PREFIX/share/p4c/"
-echo "P4 toolchain in $PREFIX: $("$PREFIX/bin/p4c-bm2-ss" --version | head -1);" \
+# p4c prints its version on stderr, after its path.
+echo "P4 toolchain in $PREFIX: p4c $("$PREFIX/bin/p4c-bm2-ss" --version 2>&1 | sed -n 's/^Version \([^ ]*\).*/\1/p'), BMv2" \
   "$("$PREFIX/bin/simple_switch" --version)"
