@@ -25,7 +25,7 @@
 #   comm           serene-bench comm (scripts/comm_sweep.sh, docs/performance.md):
 #                  Serene against Gloo's allreduce at 4 and 8 workers, 79,510,
 #                  1M and 25.6M values, rows of 362 and 4096, 5 runs of every
-#                  point (~9 min; quick: N = 4 at 79,510 and 1M values, 5
+#                  point (~10 min; quick: N = 4 at 79,510 and 1M values, 5
 #                  runs, ~3 min). Real time: run it on a quiet machine.
 #   paper-scale    serene-sim, the reference paper's protocol beyond four
 #                  ranks and the variants docs/results.md explains it with:
