@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,10 +45,12 @@ std::string Clean(std::string_view text) {
   return out;
 }
 
+// `fd` is a socket: send() with MSG_NOSIGNAL turns a CLI that is gone into
+// EPIPE here, where a pipe's write() would kill this process with SIGPIPE.
 Status WriteAll(int fd, const std::string& data) {
   size_t off = 0;
   while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0)
       return Status::Unavailable(std::string("simple_switch_CLI: write: ") + std::strerror(errno));
@@ -66,8 +69,11 @@ Result<std::unique_ptr<CliSession>> CliSession::Start(const std::string& cli, in
                             " not found or not executable (install the P4 toolchain: "
                             "docs/p4.md)");
   }
+  // The CLI's input is a socket pair, not a pipe (WriteAll).
   int in[2], out[2];
-  if (::pipe2(in, O_CLOEXEC) != 0) return Status::IoError("pipe2 failed");
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) != 0) {
+    return Status::IoError(std::string("socketpair: ") + std::strerror(errno));
+  }
   if (::pipe2(out, O_CLOEXEC) != 0) {
     ::close(in[0]);
     ::close(in[1]);

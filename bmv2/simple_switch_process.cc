@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,12 +55,13 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& log, bool d
 
 // Forks simple_switch's process. The child leaves for a network namespace of
 // its own (which lives as long as it does), says so on a pipe, and execs
-// `argv` only when the parent has moved its ports in and writes a byte to
-// *go (closing *go instead ends the child). Returns the pid, or -1.
+// `argv` only when the parent has moved its ports in and sends a byte on *go
+// (Go(); closing *go instead ends the child). Returns the pid, or -1.
 pid_t SpawnInOwnNetns(const std::vector<std::string>& argv, const std::string& log, int* go) {
   int ready[2], start[2];
   if (::pipe2(ready, O_CLOEXEC) != 0) return -1;
-  if (::pipe2(start, O_CLOEXEC) != 0) {
+  // A socket, so that Go() to a child that died fails instead of raising SIGPIPE.
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, start) != 0) {
     ::close(ready[0]);
     ::close(ready[1]);
     return -1;
@@ -89,6 +91,14 @@ pid_t SpawnInOwnNetns(const std::vector<std::string>& argv, const std::string& l
   }
   *go = start[1];
   return pid;
+}
+
+// Lets the child of SpawnInOwnNetns exec; closes `go`. False if it is gone.
+bool Go(int go) {
+  const char c = 'g';
+  bool sent = ::send(go, &c, 1, MSG_NOSIGNAL) == 1;
+  ::close(go);
+  return sent;
 }
 
 std::string Tail(const std::string& path, size_t bytes = 600) {
@@ -216,10 +226,7 @@ Result<std::unique_ptr<SimpleSwitchProcess>> SimpleSwitchProcess::Start(
     return Status::IoError("cannot move simple_switch's ports into its network namespace: " +
                            Tail(iplog));
   }
-  const char c = 'g';
-  bool started = ::write(go, &c, 1) == 1;
-  ::close(go);
-  if (!started) return Status::FailedPrecondition("simple_switch exited at start: " + Tail(p->log_));
+  if (!Go(go)) return Status::FailedPrecondition("simple_switch exited at start: " + Tail(p->log_));
   while (!LoopbackTcpAnswers(p->netns_, options.thrift_port)) {
     if (!p->running()) {
       return Status::FailedPrecondition("simple_switch exited at start: " + Tail(p->log_));

@@ -2,6 +2,12 @@
 // kick frame on the wire, and the target flags of serene-switch. The back end
 // against a real simple_switch is p4/conformance.sh (ctest p4.conformance_bmv2).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
 
 #include "bmv2/bmv2_daemon.h"
 #include "bmv2/cli_session.h"
@@ -27,6 +33,26 @@ TEST(CliAnswers, CounterPackets) {
   ASSERT_TRUE(v.ok()) << v.status().message();
   EXPECT_EQ(*v, 5u);
   EXPECT_FALSE(ParseCounterPackets("Error: Invalid counter name").ok());
+}
+
+// A CLI that is gone (simple_switch died, the CLI crashed) fails the call
+// with the reason; writing to it must not kill this process with SIGPIPE.
+TEST(CliSessionTest, ACliThatClosedItsInputFailsTheCallAndDoesNotKillTheCaller) {
+  // A fake CLI: answers the first batch (one marker) only after closing its
+  // input, so the next batch is written to a pipe nobody reads.
+  const std::string cli = ::testing::TempDir() + "fake_cli_" + std::to_string(::getpid());
+  {
+    std::ofstream f(cli);
+    f << "#!/bin/sh\nread line\nexec 0<&-\necho \"*** Unknown syntax: $line\"\nsleep 5\n";
+  }
+  ASSERT_EQ(::chmod(cli.c_str(), 0700), 0);
+  auto s = CliSession::Start(cli, 9, "", std::chrono::seconds(5));
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  auto r = (*s)->Run({"register_read x 0"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kUnavailable) << r.status().message();
+  EXPECT_FALSE((*s)->Run({"register_read x 0"}).ok());  // the session is dead from then on
+  std::remove(cli.c_str());
 }
 
 uint16_t Be16(const std::vector<uint8_t>& f, size_t at) {
