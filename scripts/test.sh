@@ -16,8 +16,8 @@
 #      (docs/sanitizers.md).
 # SERENE_STOP_AFTER_CONFIGURE=1 stops after the install check and cmake
 # --preset ci (the clean-clone test, tests/scripts/clean_clone_test.sh).
-# Each step prints how long it took; the whole takes 31-34 minutes on 2
-# cores (docs/reliability.md, "Running it").
+# Each step prints how long it took; the whole takes 31-40 minutes on 2
+# cores, 40 with the P4 toolchain installed (docs/reliability.md, "Running it").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
