@@ -507,19 +507,26 @@ def table_flood():
             "", machines_line(records)]
 
 
+def read_scale_sweep(path):
+    """The runs of a scripts/scale_sweep.sh output (OUT.jsonl), with the keys
+    a scale record keeps; fails on a file that is not one, or is empty."""
+    try:
+        with open(path) as f:
+            rows = [{k: r[k] for k in SCALE_KEYS}
+                    for r in (json.loads(line) for line in f if line.strip())]
+    except (OSError, ValueError, KeyError) as e:
+        fail(f"{path}: not a scripts/scale_sweep.sh OUT.jsonl ({e})")
+    if not rows:
+        fail(f"{path}: no records")
+    return rows
+
+
 def record_scale(args):
     """Records a scripts/scale_sweep.sh output (OUT.jsonl, one line per run
     of each point): the sweep replaces every earlier scale record."""
-    try:
-        with open(args.out) as f:
-            rows = [json.loads(line) for line in f if line.strip()]
-        m = machine()
-        records = [dict(m, figure="scale", scenario="scale", source="scripts/scale_sweep.sh",
-                        **{k: r[k] for k in SCALE_KEYS}) for r in rows]
-    except (OSError, ValueError, KeyError) as e:
-        fail(f"{args.out}: not a scripts/scale_sweep.sh OUT.jsonl ({e})")
-    if not records:
-        fail(f"{args.out}: no records")
+    m = machine()
+    records = [dict(m, figure="scale", scenario="scale", source="scripts/scale_sweep.sh", **r)
+               for r in read_scale_sweep(args.out)]
     replace_records("scale", "scale", records)
 
 
@@ -710,13 +717,10 @@ def record_p4(args):
         records.append(dict(base, model_bytes=int(m.group(1)), sha256=m.group(2),
                             steps=int(m.group(3)), accuracy=float(acc.group(1))))
     elif args.check == "rate":
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.startswith("{"):
-                j = json.loads(line)
-                records.append(dict(base, run=len(records) + 1, clocks=j["clocks"],
-                                    rows=j["rows"], software_rps=j["software_rps"],
-                                    bmv2_rps=j["bmv2_rps"])
-                               )
+        runs = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+        records = [dict(base, run=i, clocks=j["clocks"], rows=j["rows"],
+                        software_rps=j["software_rps"], bmv2_rps=j["bmv2_rps"])
+                   for i, j in enumerate(runs, 1)]
         if not records:
             fail(f"{args.out}: no JSON lines (p4/bench.sh's last line)")
     replace_records("p4", args.check, records)
@@ -1148,11 +1152,7 @@ plot "{dat}" using 1:2 with linespoints lw 2 title "clocks/s (all ranks share th
 
 
 def plot_scale_sweep(args):
-    with open(args.out) as f:
-        records = [json.loads(line) for line in f if line.strip()]
-    if not records:
-        fail(f"{args.out}: no records")
-    plot_scale(records, args.png)
+    plot_scale(read_scale_sweep(args.out), args.png)
 
 
 def window_value(rule):
