@@ -608,18 +608,20 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
     hsip_round();
     m.s0 = m.s0 ^ w;
   }
-  /* The cookie of this request's source, job and rank in `bucket`, into
-   * m.ck_hi (the reply's clock) and m.ck_lo (its row), from the state
-   * HSIP_INIT set under the key (m.k0, m.k1). HSIP_INIT is statements of
-   * the apply block, not of this action: p4c's copy propagation substitutes
-   * the values an action assigns into every later statement of that action,
-   * and ROTL32 uses its operand twice, so with the state assigned here each
-   * round doubled the expressions (a 10 s compile took 15 minutes). */
-#define HSIP_INIT \
+  /* The rounds of the cookie of this request's source, job and rank in
+   * `bucket`, into m.ck_hi (the reply's clock) and m.ck_lo (its row), from
+   * the state set under the key (m.k0, m.k1): JOIN_COOKIE below, which sets
+   * that state in the apply block, not in this action. p4c's copy
+   * propagation substitutes the values an action assigns into every later
+   * statement of that action, and ROTL32 uses its operand twice, so with the
+   * state assigned here each round doubled the expressions (a 10 s compile
+   * took 15 minutes). */
+#define JOIN_COOKIE(bucket) \
     m.s0 = m.k0; \
     m.s1 = m.k1 ^ 0xee; \
     m.s2 = m.k0 ^ 0x6c796765; \
-    m.s3 = m.k1 ^ 0x74656462;
+    m.s3 = m.k1 ^ 0x74656462; \
+    join_cookie(bucket);
   action join_cookie(in bit<32> bucket) {
     hsip_word(hdr.ipv4.src);
     hsip_word(hdr.udp.src_port ++ hdr.se.job);
@@ -1042,16 +1044,14 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
         cookie_secret.read(m.k0, 0);
         cookie_secret.read(m.k1, 1);
         m.bucket = (bit<32>)(sm.ingress_global_timestamp >> 22);
-        HSIP_INIT
-        join_cookie(m.bucket);
+        JOIN_COOKIE(m.bucket)
         m.cookie_hi = m.ck_hi;
         m.cookie_lo = m.ck_lo;
         if (hdr.se.op == OP_JOIN) {
           if (hdr.se.clock == m.ck_hi && hdr.se.row == m.ck_lo) {
             m.cookie_ok = 1;
           } else {
-            HSIP_INIT
-            join_cookie(m.bucket - 1);
+            JOIN_COOKIE(m.bucket - 1)
             if (hdr.se.clock == m.ck_hi && hdr.se.row == m.ck_lo) { m.cookie_ok = 1; }
           }
         }
