@@ -54,42 +54,36 @@ pid_t Spawn(const std::vector<std::string>& argv, const std::string& log, bool d
 }
 
 // Forks simple_switch's process. The child leaves for a network namespace of
-// its own (which lives as long as it does), says so on a pipe, and execs
-// `argv` only when the parent has moved its ports in and sends a byte on *go
-// (Go(); closing *go instead ends the child). Returns the pid, or -1.
+// its own (which lives as long as it does), says so on a socket pair, and
+// execs `argv` only when the parent has moved its ports in and sends a byte
+// on *go (Go(); closing *go instead ends the child). A socket pair, not
+// pipes: one channel both ways, and Go() to a child that died fails instead
+// of raising SIGPIPE. Returns the pid, or -1.
 pid_t SpawnInOwnNetns(const std::vector<std::string>& argv, const std::string& log, int* go) {
-  int ready[2], start[2];
-  if (::pipe2(ready, O_CLOEXEC) != 0) return -1;
-  // A socket, so that Go() to a child that died fails instead of raising SIGPIPE.
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, start) != 0) {
-    ::close(ready[0]);
-    ::close(ready[1]);
-    return -1;
-  }
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return -1;
   pid_t pid = ::fork();
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::unshare(CLONE_NEWNET) != 0) ::_exit(126);
     char c = 'r';
-    if (::write(ready[1], &c, 1) != 1) ::_exit(126);
-    if (::read(start[0], &c, 1) != 1) ::_exit(125);
+    if (::send(sv[1], &c, 1, MSG_NOSIGNAL) != 1) ::_exit(126);
+    if (::read(sv[1], &c, 1) != 1) ::_exit(125);
     Exec(argv, log);
   }
-  ::close(ready[1]);
-  ::close(start[0]);
+  ::close(sv[1]);
   char c = 0;
   ssize_t n = -1;
   if (pid > 0) {
-    do n = ::read(ready[0], &c, 1);
+    do n = ::read(sv[0], &c, 1);
     while (n < 0 && errno == EINTR);
   }
-  ::close(ready[0]);
   if (n != 1) {  // the child could not unshare (it exited) or fork failed
-    ::close(start[1]);
+    ::close(sv[0]);
     if (pid > 0) ::waitpid(pid, nullptr, 0);
     return -1;
   }
-  *go = start[1];
+  *go = sv[0];
   return pid;
 }
 
