@@ -13,6 +13,7 @@
 
 #include "apps/cli_parse.h"
 #include "apps/scenario_flags.h"
+#include "common/sigpipe.h"
 #include "experiment/plot.h"
 #include "experiment/report.h"
 #include "experiment/runner.h"
@@ -30,6 +31,7 @@ int Fail(const std::string& message, int code) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  serene::IgnoreSigpipe();  // a closed output pipe must not end it mid-run
   CLI::App app{
       "serene-experiment: runs every run of a scenario (default: the demo, 4 MLP ranks with\n"
       "slow_worker stragglers under SYNC, SSP(10), the adaptive policy script and the Gloo\n"

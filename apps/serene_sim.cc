@@ -18,6 +18,7 @@
 #include "apps/cli_parse.h"
 #include "apps/scenario_flags.h"
 #include "common/duration.h"
+#include "common/sigpipe.h"
 #include "experiment/plot.h"
 #include "experiment/report.h"
 #include "experiment/scenario.h"
@@ -56,6 +57,7 @@ std::string SimStatsLine(const sim::SimulationResult& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  serene::IgnoreSigpipe();  // a closed output pipe must not end it mid-sweep
   // Before anything loads a kernel: the same training math on every AVX2 CPU.
   const std::string kernel_note = sim::PinMathKernels(argv);
   CLI::App app{

@@ -17,6 +17,7 @@
 #include "apps/cli_parse.h"
 #include "bmv2/bmv2_daemon.h"
 #include "common/secret_file.h"
+#include "common/sigpipe.h"
 #include "common/secure_random.h"
 #include "control/runtime_client.h"
 #include "control/runtime_server.h"
@@ -32,6 +33,7 @@
 #include "switch/system_memory.h"
 
 int main(int argc, char** argv) {
+  serene::IgnoreSigpipe();  // a closed log or counters pipe must not end the switch
   CLI::App app{
       "serene-switch: the Serene in-network aggregation switch (data plane on UDP).\n"
       "Flags override the --config file; jobs from both are combined. See docs/switch.md."};

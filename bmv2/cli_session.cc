@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "bmv2/netns.h"
+#include "common/sigpipe.h"
 
 namespace serene::bmv2 {
 namespace {
@@ -89,6 +90,7 @@ Result<std::unique_ptr<CliSession>> CliSession::Start(const std::string& cli, in
     ::dup2(out[1], 1);
     ::dup2(out[1], 2);
     ::setenv("PYTHONUNBUFFERED", "1", 1);  // answers must reach the pipe at once
+    DefaultSigpipeInChild();  // the daemon ignores it (common/sigpipe.h)
     ::execl(cli.c_str(), cli.c_str(), "--thrift-port", port.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }

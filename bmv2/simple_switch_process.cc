@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bmv2/netns.h"
+#include "common/sigpipe.h"
 #include "net/address.h"
 
 namespace serene::bmv2 {
@@ -37,6 +38,7 @@ std::string FormatIp(uint32_t ip) { return net::FormatHost(net::Ipv4Endpoint(ip,
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  DefaultSigpipeInChild();  // the daemon ignores it (common/sigpipe.h)
   ::execvp(args[0], args.data());
   ::_exit(127);
 }

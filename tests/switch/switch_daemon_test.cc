@@ -3,6 +3,8 @@
 // with UDP packets built with proto::Encode.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -353,6 +355,46 @@ TEST(SwitchDaemonTest, RefusesAJobLargerThanMemoryWithAMessage) {
   EXPECT_NE(out.find("MiB of switch memory but only"), std::string::npos) << out;
   EXPECT_NE(out.find("use fewer elements or workers"), std::string::npos) << out;
   EXPECT_EQ(out.find("bad_alloc"), std::string::npos) << out;
+}
+
+// Its log and counters go to a pipe whose reader is gone (a `| tee` that was
+// killed): the switch still stops cleanly on SIGTERM, where the default
+// SIGPIPE action would end it at the first write (the counters report).
+TEST(SwitchDaemonTest, OutputToAPipeNobodyReadsDoesNotKillIt) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    execl(SERENE_SWITCH_BINARY, SERENE_SWITCH_BINARY, "--bind", "127.0.0.1", "--port", "0",
+          "--control", "127.0.0.1:0", "--job", kJobFlag.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  // Read until it listens, then close the only read end.
+  std::string out;
+  char buf[512];
+  ssize_t n;
+  while (out.find("listening on") == std::string::npos && (n = read(fds[0], buf, sizeof buf)) > 0) {
+    out.append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  ASSERT_NE(out.find("listening on"), std::string::npos) << out;
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  pid_t exited = 0;
+  for (int i = 0; i < 100 && (exited = waitpid(pid, &status, WNOHANG)) == 0; ++i) usleep(100'000);
+  if (exited == 0) {  // still running after 10 s
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "serene-switch did not exit within 10 s of SIGTERM";
+  }
+  ASSERT_FALSE(WIFSIGNALED(status)) << "serene-switch died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST(SwitchDaemonTest, HelpListsTheFlags) {
