@@ -68,7 +68,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 PY=/usr/bin/python3
-BIN=build/bin
+BUILD=build  # the build tree (cmake --preset default)
+BIN=$BUILD/bin
 started=$(date +%s)
 say() { echo "=== reproduce.sh: $* ($(( $(date +%s) - started )) s so far)"; }
 
@@ -176,9 +177,11 @@ if [[ $tables_only -eq 0 ]]; then
           --started "$t0"
       }
       p4check compile bash p4/compile_check.sh
-      p4check conformance bash p4/conformance.sh build bmv2
-      p4check training bash p4/train.sh build compare 20
-      p4check rate bash -c 'for run in 1 2 3 4 5; do bash p4/bench.sh build 100 | tail -n 1; done'
+      p4check conformance bash p4/conformance.sh "$BUILD" bmv2
+      p4check training bash p4/train.sh "$BUILD" compare 20
+      # shellcheck disable=SC2016  # $1 is bash -c's argument
+      p4check rate bash -c 'for run in 1 2 3 4 5; do bash p4/bench.sh "$1" 100 | tail -n 1; done' \
+        rate "$BUILD"
     fi
   fi
 
