@@ -18,6 +18,7 @@ differs from what its records give.
     evidence.py record-experiment OUT --figure F --scenario S --seed N
     evidence.py record-comm OUT.jsonl                    # a scripts/comm_sweep.sh output -> docs/data/comm.jsonl
     evidence.py record-validation OUT/nN --scenario nN   # a scripts/sim_validation.sh output
+    evidence.py record-time --part FIGURE:SCENARIO --started T [--quick]  # how long a part of reproduce.sh took
     evidence.py tables [--check]                         # rewrite (or check) every generated table
     evidence.py plots                                     # redraw the plots made from records (gnuplot)
 
@@ -138,12 +139,22 @@ def run_record(run, extra):
 
 
 def record_sim(args):
-    seeds = sorted(glob.glob(os.path.join(args.out, "seed-*", "results.json")))
-    single = os.path.join(args.out, "results.json")
-    if not seeds and os.path.exists(single):
-        seeds = [single]
-    if not seeds:
-        fail(f"no results.json under {args.out} (a serene-sim --out directory)")
+    """Records serene-sim --seeds outputs: one directory, or several whose
+    seeds together make the sweep (reproduce.sh runs a sweep's seeds in one
+    process per core)."""
+    seeds = []
+    for out in args.out:
+        found = glob.glob(os.path.join(out, "seed-*", "results.json"))
+        single = os.path.join(out, "results.json")
+        if not found and os.path.exists(single):
+            found = [single]
+        if not found:
+            fail(f"no results.json under {out} (a serene-sim --out directory)")
+        seeds += found
+    # In seed order, wherever each seed ran.
+    seed_dir = lambda path: os.path.basename(os.path.dirname(path))
+    seeds.sort(key=lambda path: int(seed_dir(path)[5:]) if seed_dir(path).startswith("seed-")
+               else 0)
     m = machine()
     if args.commit:
         m["commit"] = args.commit
@@ -766,6 +777,70 @@ def table_p4():
                     " (scripts/p4-toolchain.sh). " + machines_line(records)]
 
 
+def record_time(args):
+    """Records how long one part of scripts/reproduce.sh took (a quick run's
+    parts apart from a full run's); it replaces the part's earlier record."""
+    if args.part not in reproduce_parts(False):
+        fail(f"--part {args.part}: not a part of scripts/reproduce.sh (its --parts lists them)")
+    seconds = round(time.time() - args.started, 1)
+    if seconds < 0:
+        fail(f"--started {args.started} is in the future")
+    scenario = ("quick:" if args.quick else "") + args.part
+    replace_records("durations", scenario, [dict(machine(), figure="durations", scenario=scenario,
+                                                 part=args.part, quick=args.quick,
+                                                 seconds=seconds)])
+
+
+def reproduce_parts(quick):
+    """The parts of a run of scripts/reproduce.sh (--parts), in its order."""
+    cmd = ["bash", os.path.join(ROOT, "scripts", "reproduce.sh"), "--parts"]
+    out = subprocess.run(cmd + (["--quick"] if quick else []), capture_output=True, text=True,
+                         check=True).stdout
+    return out.split()
+
+
+def fmt_duration(seconds):
+    minutes = round(seconds / 60)
+    if minutes < 1:
+        return f"{seconds:.0f} s"
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+
+def table_durations():
+    """How long each part of a full run of scripts/reproduce.sh took, and the
+    sum: what a full run and a quick one take."""
+    records = read_records("durations")
+    latest = {}
+    for r in records:
+        latest[r["scenario"]] = r
+    lines = ["| part (`--only`) | time | measured at |", "|---|---:|---|"]
+    summary, timed = [], []
+    for quick in (False, True):
+        parts = reproduce_parts(quick)
+        have = [latest.get(("quick:" if quick else "") + p) for p in parts]
+        if not quick:
+            for p, r in zip(parts, have):
+                lines.append(f"| {p} | {fmt_duration(r['seconds']) if r else 'not timed yet'} | "
+                             f"{r['commit'] + ', ' + r['date'][:10] if r else '–'} |")
+        total = sum(r["seconds"] for r in have if r)
+        missing = [p for p, r in zip(parts, have) if not r]
+        timed += [r for r in have if r]
+        what = "A quick run (`--quick`)" if quick else "A full run"
+        n = len(parts) - len(missing)
+        if not n:
+            summary.append(f"{what}: no part timed yet.")
+        elif missing:
+            summary.append(f"{what}: more than {fmt_duration(total)}, the sum of the {n} "
+                           f"part{'s' if n > 1 else ''} timed so far (not timed yet: "
+                           f"{', '.join(missing)}).")
+        else:
+            summary.append(f"{what}: {fmt_duration(total)}, the sum of its {n} parts.")
+    lines += ["", " ".join(summary) +
+              " Each part is timed by reproduce.sh when it runs (with or without `--only`); the "
+              "parts may come from different runs and loads."]
+    return lines + (["", machines_line(timed)] if timed else [])
+
+
 # ------------------------------------------------------------------- tables
 
 def fmt_range(xs, f):
@@ -980,6 +1055,7 @@ def generators():
     gens["faults-summary"] = table_faults_summary
     gens["faults-cases"] = table_faults_cases
     gens["p4-verified"] = table_p4
+    gens["durations"] = table_durations
     for scenario in PAPER_SCALE:
         gens[f"paper-scale-{scenario}"] = table_policies("paper-scale", scenario, 1.05,
                                                          waits=True)
@@ -1214,8 +1290,9 @@ plot {", ".join(plots)}
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("record-sim", help="records a serene-sim --seeds output")
-    s.add_argument("out")
+    s = sub.add_parser("record-sim", help="records a serene-sim --seeds output (or several: "
+                       "the parts of one sweep)")
+    s.add_argument("out", nargs="+")
     s.add_argument("--commit", help="the commit the sweep ran at, if not HEAD (a sweep recorded "
                    "after later commits that do not change what it measures)")
     s.add_argument("--figure", required=True)
@@ -1266,6 +1343,14 @@ def main():
     s.add_argument("--started", type=float,
                    help="when the check started (seconds since the epoch): records its duration")
     s.set_defaults(func=record_p4)
+    s = sub.add_parser("record-time", help="records how long one part of scripts/reproduce.sh "
+                       "took (reproduce.sh calls it)")
+    s.add_argument("--part", required=True, help="FIGURE:SCENARIO or FIGURE, as reproduce.sh "
+                   "--parts lists")
+    s.add_argument("--started", type=float, required=True,
+                   help="when the part started (seconds since the epoch)")
+    s.add_argument("--quick", action="store_true", help="a part of a --quick run")
+    s.set_defaults(func=record_time)
     s = sub.add_parser("record-comm", help="records a scripts/comm_sweep.sh output (OUT.jsonl)")
     s.add_argument("out")
     s.set_defaults(func=record_comm)

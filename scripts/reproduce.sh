@@ -5,10 +5,14 @@
 # then regenerates the tables between the docs' generated markers and the
 # plots from those records (scripts/evidence.py).
 #
-#   bash scripts/reproduce.sh            # everything: several hours on 2 cores (not timed end to end)
-#   bash scripts/reproduce.sh --quick    # the demo's figures and comm's small N = 4 points: ~5 min on 2 cores (291 s at d0a4663)
+#   bash scripts/reproduce.sh            # everything: hours on 2 cores
+#   bash scripts/reproduce.sh --quick    # the demo's figures and comm's small N = 4 points: minutes
 #   bash scripts/reproduce.sh --only policies-sim:paper   # one figure (or figure:scenario)
 #   bash scripts/reproduce.sh --tables   # no runs: tables and plots from docs/data
+#   bash scripts/reproduce.sh --parts    # lists the parts a run (with --quick: a quick run) has
+#
+# Each part's time is recorded as it runs; docs/reproducing.md gives them
+# and what a full and a quick run take.
 #
 # Figures (docs/results.md, docs/experiments.md, docs/performance.md):
 #   policies-sim   serene-sim, SYNC, SSP(2), SSP(10), SSP(32), ASYNC and
@@ -57,13 +61,14 @@ set -euo pipefail
 {
 cd "$(dirname "$0")/.."
 
-quick=0 tables_only=0 only=()
+quick=0 tables_only=0 list_parts=0 only=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1; shift ;;
     --tables) tables_only=1; shift ;;
+    --parts) list_parts=1; shift ;;
     --only) only+=("$2"); shift 2 ;;
-    -h|--help) sed -n 2,52p "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^set -euo/ {exit} NR > 1' "$0"; exit 0 ;;
     *) echo "reproduce.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -73,22 +78,77 @@ BIN=$BUILD/bin
 started=$(date +%s)
 say() { echo "=== reproduce.sh: $* ($(( $(date +%s) - started )) s so far)"; }
 
-wanted() {  # wanted FIGURE SCENARIO: is this run asked for?
-  [[ ${#only[@]} -eq 0 ]] && return 0
-  local o
-  for o in "${only[@]}"; do
-    [[ $o == "$1" || $o == "$1:$2" ]] && return 0
-  done
-  return 1
+# Each part of the run (FIGURE:SCENARIO, as --only names it) is timed: its
+# seconds go to docs/data/durations.jsonl when the next part starts or the
+# runs end (evidence.py record-time), so docs/reproducing.md states what a
+# full run and a quick one take from measured parts.
+part="" part_t0=0
+end_part() {
+  if [[ -n $part ]]; then
+    local quick_flag=()
+    [[ $quick -eq 1 ]] && quick_flag=(--quick)
+    $PY scripts/evidence.py record-time --part "$part" --started "$part_t0" "${quick_flag[@]}"
+  fi
+  part=""
 }
 
-if [[ $tables_only -eq 0 ]]; then
+# wanted FIGURE SCENARIO: is this part asked for? If so it starts (and the
+# part before it ends). With --parts it is only listed, and nothing runs.
+wanted() {
+  local name="$1:$2"
+  [[ $1 == "$2" ]] && name=$1
+  if [[ $list_parts -eq 1 ]]; then
+    echo "$name"
+    return 1
+  fi
+  local o hit=$((${#only[@]} == 0))
+  for o in "${only[@]}"; do
+    [[ $o == "$1" || $o == "$1:$2" ]] && hit=1
+  done
+  [[ $hit -eq 1 ]] || return 1
+  end_part
+  part=$name part_t0=$EPOCHREALTIME
+}
+
+if [[ $tables_only -eq 0 && $list_parts -eq 0 ]]; then
   for b in serene-sim serene-experiment serene-bench; do
     [[ -x $BIN/$b ]] || { echo "reproduce.sh: no $BIN/$b: build first (cmake --preset default && cmake --build --preset default)" >&2; exit 2; }
   done
   git diff --quiet HEAD -- . ':(exclude)docs' || echo "reproduce.sh: note: the tree has uncommitted changes; records say +dirty"
   scratch=$(mktemp -d /tmp/serene-reproduce.XXXXXX)
   trap 'rm -rf "$scratch"' EXIT
+fi
+if [[ $tables_only -eq 0 ]]; then
+
+  # sim_sweep OUT FIGURE SCENARIO SEEDS FLAGS...: serene-sim over SEEDS (1,2,...)
+  # with FLAGS, recorded as FIGURE's SCENARIO. A simulation runs on one core
+  # and a seed's runs do not depend on the seeds simulated before it in the
+  # same process, so the seeds are dealt to one process per core (OUT/g1,
+  # OUT/g2, ...): the same records as one process, in less time.
+  sim_sweep() {
+    local out=$1 figure=$2 scenario=$3 seeds=$4 groups=() pids=() dirs=() seed_list=() i n
+    local failed=0
+    shift 4
+    n=$(nproc)
+    IFS=, read -r -a seed_list <<<"$seeds"
+    [[ ${#seed_list[@]} -lt $n ]] && n=${#seed_list[@]}
+    for i in "${!seed_list[@]}"; do
+      groups[i % n]+="${groups[i % n]:+,}${seed_list[i]}"
+    done
+    for i in "${!groups[@]}"; do
+      dirs+=("$out/g$((i + 1))")
+      # A subshell: its status is the pipeline's (pipefail), serene-sim's if it failed.
+      ( $BIN/serene-sim "$@" --seeds "${groups[i]}" --out "$out/g$((i + 1))" 2>&1 |
+          grep --line-buffered -E '^(=== seed|run |  JCT|serene-sim: )' |
+          sed -u "s/^/[seeds ${groups[i]}] /" ) &
+      pids+=($!)
+    done
+    for i in "${!pids[@]}"; do
+      wait "${pids[i]}" || { echo "reproduce.sh: serene-sim (seeds ${groups[i]}) failed" >&2; failed=1; }
+    done
+    [[ $failed -eq 0 ]] || exit 1
+    $PY scripts/evidence.py record-sim "${dirs[@]}" --figure "$figure" --scenario "$scenario"
+  }
 
   runs=serene:sync,serene:ssp:2,serene:ssp:10,serene:ssp:32,serene:async,policies/adaptive.lua
   scenarios=(demo paper heterogeneous failure momentum slowdown comego cnn)
@@ -104,9 +164,8 @@ if [[ $tables_only -eq 0 ]]; then
     # in a run, so 10 seeds where a run takes seconds of CPU.
     sim_seeds=1,2,3,4,5,6,7,8,9,10
     [[ $quick -eq 1 || $s == failure || $s == cnn ]] && sim_seeds=1,2,3,4,5
-    $BIN/serene-sim -c "experiments/$s.toml" "${run_flags[@]}" --seeds "$sim_seeds" \
-      --out "$scratch/sim-$s" | grep -E '^(=== seed|run |  JCT)'
-    $PY scripts/evidence.py record-sim "$scratch/sim-$s" --figure policies-sim --scenario "$s"
+    sim_sweep "$scratch/sim-$s" policies-sim "$s" "$sim_seeds" -c "experiments/$s.toml" \
+      "${run_flags[@]}"
   done
 
   # The reference paper's evaluation beyond four ranks and the variants
@@ -128,9 +187,7 @@ if [[ $tables_only -eq 0 ]]; then
       wanted paper-scale "$s" || continue
       say "paper-scale: $s (serene-sim)"
       # shellcheck disable=SC2086  # the flags are words
-      $BIN/serene-sim ${entry#*|} --seeds 1,2,3,4,5 --out "$scratch/scale-$s" |
-        grep -E '^(=== seed|run |  JCT)'
-      $PY scripts/evidence.py record-sim "$scratch/scale-$s" --figure paper-scale --scenario "$s"
+      sim_sweep "$scratch/scale-$s" paper-scale "$s" 1,2,3,4,5 ${entry#*|}
     done
   fi
 
@@ -165,6 +222,7 @@ if [[ $tables_only -eq 0 ]]; then
     P4=${P4:-/opt/p4}
     if [[ $(id -u) != 0 || ! -x $P4/bin/simple_switch || ! -x $P4/bin/p4c-bm2-ss ]]; then
       say "p4: skipped: needs root and the P4 toolchain in $P4 (scripts/p4-toolchain.sh)"
+      part=""  # nothing ran: no time to record
     else
       # p4check NAME COMMAND...: runs one check; records its output and time.
       p4check() {
@@ -229,6 +287,8 @@ if [[ $tables_only -eq 0 ]]; then
   fi
 fi
 
+[[ $list_parts -eq 1 ]] && exit 0
+end_part
 say "tables and plots from docs/data"
 $PY scripts/evidence.py tables
 $PY scripts/evidence.py plots

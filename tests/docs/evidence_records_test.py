@@ -2,11 +2,14 @@
 """scripts/evidence.py's recorders of the benchmarks behind performance.md and
 reliability.md: Google Benchmark JSON (record-bench), the scale sweep
 (record-scale), the fault matrix's rows (record-faults), and of p4.md's
-checks of the P4 program in BMv2 (record-p4), and the tables made from them."""
+checks of the P4 program in BMv2 (record-p4), of serene-sim sweeps run in
+several processes (record-sim), of reproduce.sh's parts' times
+(record-time), and the tables made from them."""
 import argparse
 import json
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
@@ -119,6 +122,64 @@ class RecordersTest(ScratchDataTest):
             with self.assertRaises(SystemExit, msg=check):
                 self.record_p4(check, text)
         self.assertEqual(evidence.read_records("p4"), [])
+
+    def sim_output(self, name, seeds):
+        """A serene-sim --seeds output directory with one SYNC run per seed."""
+        out = os.path.join(self.tmp.name, name)
+        for seed in seeds:
+            os.makedirs(os.path.join(out, f"seed-{seed}"))
+            run = {"label": "SYNC", "policy": "sync", "ok": True, "job_completion_s": seed + 0.5,
+                   "stop_reason": "target_reached", "iterations_rank0": 100 * seed}
+            with open(os.path.join(out, f"seed-{seed}", "results.json"), "w") as f:
+                json.dump({"scenario": {"seed": seed}, "runs": [run]}, f)
+        return out
+
+    def test_a_sweep_run_in_several_processes_is_recorded_as_one_in_seed_order(self):
+        g1, g2 = self.sim_output("g1", [1, 3, 10]), self.sim_output("g2", [2, 4])
+        evidence.record_sim(argparse.Namespace(out=[g1, g2], figure="policies-sim",
+                                               scenario="demo", commit=None, label=None,
+                                               merge=False))
+        records = evidence.read_records("policies-sim")
+        self.assertEqual([r["seed"] for r in records], [1, 2, 3, 4, 10])
+        self.assertEqual([r["iterations"] for r in records], [100, 200, 300, 400, 1000])
+        with self.assertRaises(SystemExit):  # a directory without results is refused
+            evidence.record_sim(argparse.Namespace(out=[g1, self.tmp.name], figure="policies-sim",
+                                                   scenario="demo", commit=None, label=None,
+                                                   merge=False))
+        self.assertEqual(len(evidence.read_records("policies-sim")), 5)
+
+    def record_time(self, part, seconds, quick=False):
+        evidence.record_time(argparse.Namespace(part=part, started=time.time() - seconds,
+                                                quick=quick))
+
+    def test_parts_times_add_up_to_a_full_and_a_quick_run(self):
+        parts = evidence.reproduce_parts(False)
+        quick = evidence.reproduce_parts(True)
+        self.assertIn("policies-sim:cnn", parts)
+        self.assertIn("comm", quick)
+        self.assertLess(set(quick), set(parts))
+        self.record_time("comm", 600)
+        self.record_time("comm", 90, quick=True)
+        self.record_time("policies-sim:demo", 3000)
+        self.record_time("policies-sim:demo", 1200)  # a later run replaces the part's time
+        table = evidence.table_durations()
+        self.assertIn("| comm | 10 min |", "\n".join(table))
+        self.assertIn("| policies-sim:demo | 20 min |", "\n".join(table))
+        self.assertIn("| policies-sim:cnn | not timed yet | – |", table)
+        summary = [line for line in table if line.startswith("A full run")][0]
+        self.assertIn("A full run: more than 30 min, the sum of the 2 parts timed so far", summary)
+        self.assertIn("A quick run (`--quick`): more than 2 min, the sum of the 1 part timed",
+                      summary)
+        for part in parts:
+            self.record_time(part, 3600)
+        summary = [line for line in evidence.table_durations() if line.startswith("A full")][0]
+        self.assertIn(f"A full run: {len(parts)} h 00 min, the sum of its {len(parts)} parts.",
+                      summary)
+
+    def test_a_part_reproduce_sh_does_not_have_is_refused(self):
+        with self.assertRaises(SystemExit):
+            self.record_time("policies-sim:nonesuch", 10)
+        self.assertEqual(evidence.read_records("durations"), [])
 
 
 if __name__ == "__main__":
