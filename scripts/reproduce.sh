@@ -17,9 +17,10 @@
 # Figures (docs/results.md, docs/experiments.md, docs/performance.md):
 #   policies-sim   serene-sim, SYNC, SSP(2), SSP(10), SSP(32), ASYNC and
 #                  policies/adaptive.lua side by side in each scenario of
-#                  experiments/: demo, paper, heterogeneous, momentum and
-#                  slowdown and comego (with a quorum run too), seeds 1-10; failure and
-#                  cnn, seeds 1-5 (their runs take minutes each); quick: the
+#                  experiments/: demo, paper, heterogeneous, cnn (whose runs
+#                  take minutes each), and momentum, slowdown and comego (with a
+#                  quorum run too), seeds 1-10; failure, seeds 1-5 (its runs
+#                  take minutes too); quick: the
 #                  demo, seeds 1-5. Virtual time: the same numbers on any AVX2
 #                  machine, whatever its load.
 #   demo-real      serene-experiment, the README's demo (real switch and ranks
@@ -163,7 +164,7 @@ if [[ $tables_only -eq 0 ]]; then
     # Time to target moves by 25-100 iterations with any small change early
     # in a run, so 10 seeds where a run takes seconds of CPU.
     sim_seeds=1,2,3,4,5,6,7,8,9,10
-    [[ $quick -eq 1 || $s == failure || $s == cnn ]] && sim_seeds=1,2,3,4,5
+    [[ $quick -eq 1 || $s == failure ]] && sim_seeds=1,2,3,4,5
     sim_sweep "$scratch/sim-$s" policies-sim "$s" "$sim_seeds" -c "experiments/$s.toml" \
       "${run_flags[@]}"
   done
