@@ -151,10 +151,10 @@ def record_sim(args):
         if not found:
             fail(f"no results.json under {out} (a serene-sim --out directory)")
         seeds += found
-    # In seed order, wherever each seed ran.
-    seed_dir = lambda path: os.path.basename(os.path.dirname(path))
-    seeds.sort(key=lambda path: int(seed_dir(path)[5:]) if seed_dir(path).startswith("seed-")
-               else 0)
+    # In seed order, wherever each seed ran (OUT/seed-N/results.json).
+    seed_of = re.compile(r"seed-(\d+)$")
+    seeds.sort(key=lambda path: int(m.group(1)) if (m := seed_of.search(
+        os.path.dirname(path))) else 0)
     m = machine()
     if args.commit:
         m["commit"] = args.commit
@@ -809,10 +809,7 @@ def fmt_duration(seconds):
 def table_durations():
     """How long each part of a full run of scripts/reproduce.sh took, and the
     sum: what a full run and a quick one take."""
-    records = read_records("durations")
-    latest = {}
-    for r in records:
-        latest[r["scenario"]] = r
+    latest = {r["scenario"]: r for r in read_records("durations")}  # one record per part
     lines = ["| part (`--only`) | time | measured at |", "|---|---:|---|"]
     summary, timed = [], []
     for quick in (False, True):
