@@ -74,6 +74,8 @@ class ScenarioFlags {
       {"--seed", "seed", "Seed of model, data order and stragglers"},
       {"--lr", "lr", "SGD learning rate"},
       {"--momentum", "momentum", "SGD momentum per rank, 0 <= m < 1 (0 = none)"},
+      {"--compute-floor", "compute_floor_ms",
+       "Each step's computation lasts at least this many ms, the rest slept (0 = none)"},
       {"--batch", "batch", "Examples per rank per step"},
       {"--straggler", "straggler", "Straggler pattern (docs/training.md), or none"},
       {"--straggler-ranks", "straggler_ranks", "Ranks that straggle: all or a list"},

@@ -89,6 +89,12 @@ int main(int argc, char** argv) {
                  "SGD momentum in [0, 1), kept by each rank for its own gradients (0 = none)")
       ->check(CLI::Range(0.0, 0.999999))
       ->capture_default_str();
+  double compute_floor_ms = 0;
+  app.add_option("--compute-floor-ms", compute_floor_ms,
+                 "Each step's computation lasts at least this long, the rest slept: emulates a "
+                 "heavier model, so ranks sharing cores compute side by side (0 = none)")
+      ->check(CLI::Range(0.0, 60000.0))
+      ->capture_default_str();
   app.add_option("--batch", o.batch_size, "Examples per rank per step")
       ->check(CLI::Range(1, 60000))
       ->capture_default_str();
@@ -166,6 +172,7 @@ int main(int argc, char** argv) {
   gloo.algorithm = *algorithm;
   gloo.timeout = std::chrono::milliseconds(static_cast<int64_t>(gloo_timeout_s * 1000));
   o.model = *st::ParseModelKind(model);
+  o.compute_floor_s = compute_floor_ms * 1e-3;
   o.log_iterations = !paths.iterations_csv.empty();
   auto spec = st::ParseStragglerSpec(straggler);
   if (!spec.ok()) return Fail(spec.status());

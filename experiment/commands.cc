@@ -44,6 +44,8 @@ std::vector<std::string> TrainArgs(const Scenario& s, const RunSpec& run, int ra
                      fmt::format("{}", s.learning_rate),
                      "--momentum",
                      fmt::format("{}", s.momentum),
+                     "--compute-floor-ms",
+                     fmt::format("{}", s.compute_floor_ms),
                      "--batch",
                      std::to_string(s.batch),
                      "--steps",

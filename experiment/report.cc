@@ -260,6 +260,7 @@ std::string ReportJson(const Scenario& s, const std::vector<RunSummary>& summari
                    {"seed", s.seed},
                    {"lr", s.learning_rate},
                    {"momentum", s.momentum},
+                   {"compute_floor_ms", s.compute_floor_ms},
                    {"batch", s.batch},
                    {"straggler", s.straggler},
                    {"straggler_ranks", s.straggler_ranks},
@@ -368,6 +369,10 @@ std::string ReportMarkdown(const Scenario& s, const std::vector<RunSummary>& sum
       s.seed, s.learning_rate,
       s.momentum > 0 ? fmt::format(" with momentum {}", s.momentum) : std::string(), s.batch,
       s.straggler, s.straggler_ranks, s.row, s.threads);
+  if (s.compute_floor_ms > 0) {
+    out += fmt::format(" Each step's computation lasts at least {} ms (the rest slept).",
+                       s.compute_floor_ms);
+  }
   if (std::any_of(summaries.begin(), summaries.end(), IsDynamic)) {
     out += fmt::format(" Policy scripts' controllers read the job's telemetry every {} ms.",
                        s.control_period_ms);

@@ -293,8 +293,8 @@ const std::vector<std::string_view>& ScenarioKeys() {
   // clang-format off
   static const std::vector<std::string_view> keys = {
       "name",       "workers",         "model", "steps",   "target_accuracy",
-      "eval_every", "eval_samples",    "seed",  "lr",      "momentum", "batch",
-      "straggler",  "straggler_ranks", "row",   "threads", "timeout",
+      "eval_every", "eval_samples",    "seed",  "lr",      "momentum", "compute_floor_ms",
+      "batch",      "straggler",       "straggler_ranks",  "row",      "threads", "timeout",
       "control_period_ms", "switch_fault", "group"};
   // clang-format on
   return keys;
@@ -333,6 +333,12 @@ Status SetScenarioValue(std::string_view key, std::string_view v, const std::str
     double x = 0;
     if (!ParseReal(v, &x) || !(x >= 0 && x < 1)) return Bad(where, v, "a momentum in [0, 1)");
     s->momentum = x;
+  } else if (key == "compute_floor_ms") {
+    double x = 0;
+    if (!ParseReal(v, &x) || !(x >= 0 && x <= 60000)) {
+      return Bad(where, v, "milliseconds in [0, 60000] (0 = no floor)");
+    }
+    s->compute_floor_ms = x;
   } else if (key == "batch") {
     return SetInt(where, v, 1, kTrainExamples, &s->batch);
   } else if (key == "straggler") {
@@ -609,6 +615,7 @@ std::string ScenarioValueText(const Scenario& s, std::string_view key) {
   if (key == "seed") return std::to_string(s.seed);
   if (key == "lr") return Real(s.learning_rate);
   if (key == "momentum") return Real(s.momentum);
+  if (key == "compute_floor_ms") return Real(s.compute_floor_ms);
   if (key == "batch") return std::to_string(s.batch);
   if (key == "straggler") return s.straggler;
   if (key == "straggler_ranks") return s.straggler_ranks;

@@ -81,6 +81,10 @@ struct Scenario {
   uint64_t seed = 1;                                // model, data order and straggler draws
   double learning_rate = 0.04;                      // SGD
   double momentum = 0;                              // SGD momentum per rank, [0, 1)
+  // Each step's computation lasts at least this long (serene-train
+  // --compute-floor-ms; the simulator's compute model too): a heavier model
+  // emulated without its CPU, so ranks sharing cores compute side by side.
+  double compute_floor_ms = 0;
   int64_t batch = 256;                              // examples per rank per step
   std::string straggler = "slow_worker";            // train/straggler.h pattern, or "none"
   std::string straggler_ranks = "all";              // ranks the pattern applies to

@@ -131,6 +131,9 @@ def run_record(run, extra):
         "wait_total_s": run.get("wait_total_s"),
         "barrier_wait_total_s": run.get("barrier_wait_total_s"),
         "compute_per_iteration_s": run.get("compute_per_iteration_s"),
+        "comm_per_iteration_s": run.get("comm_per_iteration_s"),
+        "comm_share_pct": run.get("comm_share_pct"),
+        "iterations_per_rank": [rank.get("iterations") for rank in run.get("ranks") or []],
         "policy_changes": [c["rule"] for c in run.get("policy_changes") or []],
         "policy_change_s": [round(max(c["seconds"], 0.0), 3)
                             for c in run.get("policy_changes") or []],
@@ -188,8 +191,14 @@ def record_experiment(args):
     m = machine()
     if args.commit:
         m["commit"] = args.commit
-    records = [run_record(run, dict(m, figure=args.figure, scenario=args.scenario, seed=args.seed,
-                                    source="serene-experiment")) for run in j["runs"]]
+    records = []
+    for run in j["runs"]:
+        r = run_record(run, dict(m, figure=args.figure, scenario=args.scenario, seed=args.seed,
+                                 source="serene-experiment"))
+        # Rank 0's test accuracy at each evaluation: the training curves.
+        r["accuracy_curve"] = [[p["step"], p["accuracy"]] for p in run.get("timeline") or []
+                               if p.get("accuracy") is not None]
+        records.append(r)
     # One seed at a time: keep the other seeds of this sweep (--fresh starts one).
     others = [] if args.fresh else [
         r for r in read_records(args.figure)
@@ -888,20 +897,22 @@ def has_accuracy(r):
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
-def policy_table(records, waits=False, paper=None):
+def policy_table(records, waits=False, paper=None, per_rank=False):
     """Per run label: JCT as % of the same seed's SYNC run, median (min–max)
     over seeds; JCT; iterations; final accuracy; seeds that reached the target.
     `waits`: the time in pull and push and the barrier's part of it (summed
     over ranks) as % of SYNC's too. `paper`: {label: the reference paper's
-    JCT % of SYNC} for a column beside ours. Timing-only records (no
-    accuracy) leave out accuracy and target."""
+    JCT % of SYNC} for a column beside ours. `per_rank`: each rank's
+    iterations (median over seeds), for a straggler the others outrun.
+    Timing-only records (no accuracy) leave out accuracy and target."""
     seeds = sorted({r["seed"] for r in records})
     runs = {(r["seed"], r["label"]): r for r in records}
     trains = any(has_accuracy(r) for r in records)
     head = ["run", "JCT % of SYNC"] + (["paper"] if paper else []) + ["JCT (s)"]
     if waits:
         head += ["waiting % of SYNC", "barrier wait % of SYNC"]
-    head += ["iterations"] + (["final accuracy", "reached target"] if trains else [])
+    head += ["iterations"] + (["iterations per rank"] if per_rank else [])
+    head += ["final accuracy", "reached target"] if trains else []
     lines = [f"{len(seeds)} seeds ({', '.join(str(s) for s in seeds)}); median (min–max) over "
              "seeds." + ("" if trains else " Timing only: no gradients, a fixed step count."), "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -917,6 +928,11 @@ def policy_table(records, waits=False, paper=None):
         if waits:
             cells += [fmt_range(waiting[label], f1), fmt_range(barrier[label], f1)]
         cells.append(fmt_range([r["iterations"] for r in rs], lambda x: f"{x:.0f}"))
+        if per_rank:
+            per = [r.get("iterations_per_rank") or [] for r in rs]
+            cells.append(", ".join(
+                f"{statistics.median(p[i] for p in per if len(p) > i):.0f}"
+                for i in range(max(map(len, per)))) or "–")
         if trains:
             cells += [fmt_range([r["final_accuracy"] for r in rs], lambda x: f"{x:.4f}"),
                       f"{sum(1 for r in rs if r['reached'])}/{len(rs)}"]
@@ -965,7 +981,7 @@ PAPER_JCT = {("policies-sim", "paper"): PAPER_N4, ("paper-scale", "wall-n4-timin
              ("paper-scale", "n8"): {"SSP(10)": 54.0}}
 
 
-def table_policies(figure, scenario, default_bound, waits=False):
+def table_policies(figure, scenario, default_bound, waits=False, per_rank=False):
     """Every policy of `scenario` side by side from the records of `figure`,
     with ADAPTIVE's verdict: the bound is VERDICT_BOUND's for the scenarios
     built so that no fixed policy is right, else `default_bound` (1.05 in
@@ -975,9 +991,10 @@ def table_policies(figure, scenario, default_bound, waits=False):
         if not records:
             return no_records(figure, "scripts/reproduce.sh", scenario)
         bound = VERDICT_BOUND.get(scenario, default_bound)
-        table = policy_table(records, waits=waits, paper=PAPER_JCT.get((figure, scenario)))
-        return table + [""] + adaptive_verdict(records, bound=bound) + [
-            "", machines_line(records)]
+        table = policy_table(records, waits=waits, paper=PAPER_JCT.get((figure, scenario)),
+                             per_rank=per_rank)
+        verdict = adaptive_verdict(records, bound=bound)
+        return table + ([""] + verdict if verdict else []) + ["", machines_line(records)]
     return make
 
 
@@ -1033,9 +1050,360 @@ def table_comm():
     return lines + ["", machines_line(records)]
 
 
+# ------------------------------------------- baselines and training curves
+
+def demo_real(scenario):
+    return [r for r in read_records("demo-real") if r.get("scenario") == scenario]
+
+
+def table_baselines():
+    """Serene SYNC against Gloo's two allreduce algorithms on the demo's job
+    (demo-real, scenario "gloo"): per run, its time split into compute and
+    communication, and Serene SYNC's JCT over each Gloo run's, seed by seed."""
+    records = demo_real("gloo")
+    if not records:
+        return no_records("demo-real", "scripts/reproduce.sh --only demo-real:gloo", "gloo")
+    seeds = sorted({r["seed"] for r in records})
+    runs = {(r["seed"], r["label"]): r for r in records}
+    labels = list(dict.fromkeys(r["label"] for r in records))
+    ms = lambda x: f"{1e3 * x:.2f}"
+    lines = [f"{len(seeds)} seeds ({', '.join(map(str, seeds))}); median (min–max) over seeds.",
+             "", "| run | JCT (s) | compute per iteration (ms) | communication per iteration "
+             "(ms) | communication share of a step (%) | iterations | final accuracy |",
+             "|---|---|---|---|---|---|---|"]
+    for label in labels:
+        rs = [runs[(s, label)] for s in seeds if (s, label) in runs]
+        col = lambda key: [r.get(key) for r in rs]
+        lines.append(
+            f"| {'Serene ' if label == 'SYNC' else ''}{label} | "
+            f"{fmt_range(col('jct_s'), lambda x: f'{x:.2f}')} | "
+            f"{fmt_range(col('compute_per_iteration_s'), ms)} | "
+            f"{fmt_range(col('comm_per_iteration_s'), ms)} | "
+            f"{fmt_range(col('comm_share_pct'), lambda x: f'{x:.1f}')} | "
+            f"{fmt_range(col('iterations'), lambda x: f'{x:.0f}')} | "
+            f"{fmt_range(col('final_accuracy'), lambda x: f'{x:.4f}')} |")
+    lines.append("")
+    for label in labels:
+        if label == "SYNC":
+            continue
+        ratios = [runs[(s, "SYNC")]["jct_s"] / runs[(s, label)]["jct_s"] for s in seeds
+                  if (s, "SYNC") in runs and (s, label) in runs]
+        if ratios:
+            lines.append(f"Serene SYNC's JCT over {label}'s, seed by seed: "
+                         f"**{fmt_range(ratios, lambda x: f'{x:.2f}')}**.")
+    return lines + ["", machines_line(records)]
+
+
+def table_training_curve():
+    """Rank 0's test accuracy every 100 steps of the demo's job under Serene
+    SYNC and Gloo (demo-real, scenario "gloo"): median (min–max) over seeds,
+    up to the step every run reached."""
+    records = demo_real("gloo")
+    curves = [r for r in records if r.get("accuracy_curve")]
+    if not curves:
+        return no_records("demo-real", "scripts/reproduce.sh --only demo-real:gloo", "gloo")
+    labels = list(dict.fromkeys(r["label"] for r in curves))
+    last = min(r["accuracy_curve"][-1][0] for r in curves)
+    at = {}
+    for r in curves:
+        for step, acc in r["accuracy_curve"]:
+            at.setdefault((r["label"], step), []).append(acc)
+    steps = sorted({s for (_, s) in at if s % 100 == 0 and s <= last})
+    f4 = lambda x: f"{x:.4f}"
+    lines = [f"{len({r['seed'] for r in curves})} seeds; median (min–max) over seeds.", "",
+             "| step | " + " | ".join(("Serene " if x == "SYNC" else "") + x for x in labels) +
+             " |", "|---|" + "---|" * len(labels)]
+    for step in steps:
+        lines.append(f"| {step} | " + " | ".join(fmt_range(at.get((x, step), []), f4)
+                                                 for x in labels) + " |")
+    f0 = lambda v: f"{v:.0f}"
+    ends = [f"{('Serene ' if x == 'SYNC' else '') + x}: "
+            f"{fmt_range([r['iterations'] for r in curves if r['label'] == x], f0)}"
+            for x in labels]
+    lines += ["", "Iterations to the target (0.84): " + "; ".join(ends) + "."]
+    return lines + ["", machines_line(records)]
+
+
+# ------------------------------------------------------------ the Python API
+
+def record_pytorch(args):
+    """Records scripts/pytorch_bench.py's runs (OUT/runs.jsonl) in
+    docs/data/pytorch.jsonl: per run its median step, communication per step
+    (median and mean), time to target and final accuracy."""
+    if not os.path.exists(args.out):
+        fail(f"no {args.out} (scripts/pytorch_bench.py --out DIR writes DIR/runs.jsonl)")
+    m = machine()
+    records = []
+    with open(args.out) as f:
+        for line in f:
+            if not line.strip():
+                continue
+            run = json.loads(line)
+            comm = run.get("comm_step_s") or []
+            records.append(dict(
+                m, figure="pytorch", scenario=f"n{run['world_size']}", config=run["config"],
+                rep=run["rep"], world_size=run["world_size"], batch=run["batch"],
+                steps=run["steps"], eval_images=run.get("eval_images"), target=run["target"],
+                median_step_s=run["median_step_s"],
+                median_comm_step_s=run.get("median_comm_step_s"),
+                mean_comm_step_s=run["comm_s_per_step"] if comm else None,
+                time_to_target_s=run.get("time_to_target_s"),
+                final_accuracy=run.get("final_accuracy")))
+    if not records:
+        fail(f"no runs in {args.out}")
+    for scenario in sorted({r["scenario"] for r in records}):
+        replace_records("pytorch", scenario, [r for r in records if r["scenario"] == scenario])
+
+
+PYTORCH_CONFIGS = ["ddp-gloo", "ddp-gloo-timed", "ddp-serene", "opt-sync", "opt-ssp4",
+                   "opt-adaptive"]
+
+
+def pytorch_by_config(records):
+    order = {c: i for i, c in enumerate(PYTORCH_CONFIGS)}
+    out = {}
+    for r in sorted(records, key=lambda r: (order.get(r["config"], len(order)), r["rep"])):
+        out.setdefault(r["config"], []).append(r)
+    return out
+
+
+def table_pytorch():
+    records = [r for r in read_records("pytorch") if r.get("scenario") == "n4"]
+    if not records:
+        return no_records("pytorch", "scripts/reproduce.sh --only python:pytorch")
+    r0 = records[0]
+    ms = lambda x: f"{1e3 * x:.1f}"
+    lines = [f"{r0['world_size']} ranks, {r0['steps']} steps of {r0['batch']} images per rank, "
+             f"target accuracy {r0['target']} on {r0['eval_images']} test images. Step and "
+             "communication time: each run's median step (and mean); time to target and final "
+             "accuracy: each run's; then the median of the runs (min–max).", "",
+             "| configuration | runs | step time (ms) | communication per step (ms) | mean "
+             "communication per step (ms) | time to target (s) (runs reaching it) | final "
+             "accuracy |", "|---|---|---|---|---|---|---|"]
+    for config, rs in pytorch_by_config(records).items():
+        tta = [r["time_to_target_s"] for r in rs]
+        lines.append(
+            f"| {config} | {len(rs)} | {fmt_range([r['median_step_s'] for r in rs], ms)} | "
+            f"{fmt_range([r['median_comm_step_s'] for r in rs], ms)} | "
+            f"{fmt_range([r['mean_comm_step_s'] for r in rs], ms)} | "
+            f"{fmt_range(tta, lambda x: f'{x:.1f}')} ({sum(t is not None for t in tta)}/{len(rs)})"
+            f" | {fmt_range([r['final_accuracy'] for r in rs], lambda x: f'{x:.4f}')} |")
+    lines.append("")
+    for key, what in (("median_comm_step_s", "median step"), ("mean_comm_step_s", "mean")):
+        by_rep = {}
+        for r in records:
+            by_rep.setdefault(r["rep"], {})[r["config"]] = r
+        ratios = [b["ddp-serene"][key] / b["ddp-gloo-timed"][key] for b in by_rep.values()
+                  if "ddp-serene" in b and "ddp-gloo-timed" in b and b["ddp-serene"][key]
+                  and b["ddp-gloo-timed"][key]]
+        if ratios:
+            lines.append(f"ddp-serene's communication time per step ({what}) over "
+                         f"ddp-gloo-timed's, paired by repetition: "
+                         f"**{fmt_range(ratios, lambda x: f'{x:.2f}')}**.")
+    return lines + ["", machines_line(records)]
+
+
+def plot_pytorch():
+    """Step and communication time per configuration (median, min–max)."""
+    records = [r for r in read_records("pytorch") if r.get("scenario") == "n4"]
+    if not records:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        dat = os.path.join(tmp, "p.dat")
+        with open(dat, "w") as f:
+            for config, rs in pytorch_by_config(records).items():
+                cells = []
+                for key in ("median_step_s", "median_comm_step_s"):
+                    xs = [1e3 * r[key] for r in rs if r.get(key) is not None] or [0.0]
+                    cells += [statistics.median(xs), min(xs), max(xs)]
+                f.write(f"{config} " + " ".join(f"{x:.3f}" for x in cells) + "\n")
+        out = os.path.join(DOCS, "img", "pytorch-n4.png")
+        script = f"""set terminal pngcairo size 900,450 font ",10"
+set output "{out}"
+set title "PyTorch on Serene vs gloo, {records[0]['world_size']} ranks: median per step (min-max)"
+set ylabel "ms"
+set style data histogram
+set style histogram errorbars gap 2 lw 1
+set style fill solid 0.6 border -1
+set key top left
+set xtics rotate by -20
+set yrange [0:*]
+plot "{dat}" using 2:3:4:xtic(1) title "step time", "" using 5:6:7 title "communication time"
+"""
+        subprocess.run(["gnuplot"], input=script, text=True, check=True)
+        print(f"evidence: {os.path.relpath(out, ROOT)}")
+
+
+# Issue 11's goal for the Python example: the final accuracy within 0.5 pt
+# of serene-train's at every seed.
+PY_VS_CPP_BOUND_PT = 0.5
+
+
+def final_accuracy_of(metrics):
+    points = [p["accuracy"] for p in metrics.get("timeline") or [] if p.get("accuracy") is not None]
+    return points[-1] if points else None
+
+
+def record_python_vs_cpp(args):
+    """Records one seed of scripts/python_vs_cpp.sh --out OUT (OUT/cpp-0.json,
+    OUT/py.json) in docs/data/python-vs-cpp.jsonl."""
+    paths = {k: os.path.join(args.out, f) for k, f in (("cpp", "cpp-0.json"), ("py", "py.json"))}
+    runs = {}
+    for k, path in paths.items():
+        if not os.path.exists(path):
+            fail(f"no {path} (scripts/python_vs_cpp.sh --out {args.out} writes it)")
+        with open(path) as f:
+            runs[k] = json.load(f)
+    record = dict(machine(), figure="python-vs-cpp", scenario="mlp", seed=args.seed,
+                  cpp_accuracy=final_accuracy_of(runs["cpp"]),
+                  python_accuracy=final_accuracy_of(runs["py"]),
+                  cpp_iterations=runs["cpp"].get("iterations"),
+                  python_iterations=runs["py"].get("iterations"))
+    if record["cpp_accuracy"] is None or record["python_accuracy"] is None:
+        fail(f"no final accuracy in {args.out}'s metrics")
+    others = [] if args.fresh else [r for r in read_records("python-vs-cpp")
+                                    if r.get("scenario") == "mlp" and r["seed"] != args.seed]
+    replace_records("python-vs-cpp", "mlp", others + [record])
+
+
+def table_python_vs_cpp():
+    records = sorted((r for r in read_records("python-vs-cpp") if r.get("scenario") == "mlp"),
+                     key=lambda r: r["seed"])
+    if not records:
+        return no_records("python-vs-cpp", "scripts/reproduce.sh --only python:vs-cpp")
+    lines = ["| seed | steps | C++ `serene-train` final accuracy | Python example | difference |",
+             "|---|---|---|---|---|"]
+    diffs = []
+    for r in records:
+        d = 100 * (r["python_accuracy"] - r["cpp_accuracy"])
+        diffs.append(d)
+        lines.append(f"| {r['seed']} | {r['cpp_iterations']} | {r['cpp_accuracy']:.4f} | "
+                     f"{r['python_accuracy']:.4f} | {d:+.2f} pt |")
+    worst = max(abs(d) for d in diffs)
+    lines += ["", f"Largest difference {worst:.2f} pt over {len(records)} seeds; goal within "
+              f"{PY_VS_CPP_BOUND_PT} pt at every seed: "
+              f"{'met' if worst <= PY_VS_CPP_BOUND_PT else 'not met'}.", "",
+              machines_line(records)]
+    return lines
+
+
+# ----------------------------------------------------------------- the soak
+
+def record_soak(args):
+    """Records a scripts/soak.sh run (OUT/summary.json) in docs/data/soak.jsonl;
+    a run replaces the earlier one of the same length."""
+    if not os.path.exists(args.out):
+        fail(f"no {args.out} (scripts/soak.sh --out DIR writes DIR/summary.json)")
+    with open(args.out) as f:
+        summary = json.load(f)
+    scenario = f"{args.seconds}s"
+    replace_records("soak", scenario, [dict(machine(), figure="soak", scenario=scenario,
+                                            **summary)])
+
+
+def table_soak():
+    records = read_records("soak")
+    if not records:
+        return no_records("soak", "scripts/reproduce.sh --only soak")
+    lines = ["| run | rounds | serene-bench runs OK | clocks | INC rows applied (exactly once) | "
+             "duplicate INC rows ignored | client retransmissions / NACKs | datagrams through "
+             "the injectors (rx / tx) | RSS of the switch after the first round | violations |",
+             "|---|---:|---:|---:|---:|---:|---|---|---|---:|"]
+    k = lambda n: f"{n / 1e3:,.0f} k" if n < 1e6 else f"{n / 1e6:.1f} M"
+    for r in sorted(records, key=lambda r: r["seconds"]):
+        fx = r.get("exit_faults") or {}
+        both = lambda key: " / ".join(k(fx[d].get(key, 0)) for d in ("rx", "tx") if d in fx)
+        balanced = all(v.get("offered", 0) + v.get("duplicated", 0) ==
+                       v.get("delivered", 0) + v.get("dropped", 0) for v in fx.values())
+        lines.append(
+            f"| `scripts/soak.sh --seconds {r['scenario'][:-1]}`, {r['jobs']} jobs × "
+            f"{r['workers']} ranks, {r['elements']:,} values, `{r['fault']}` | {r['rounds']} | "
+            f"{r['runs_ok']}/{r['runs']} | {r['clocks_total']:,} | {r['inc_rows_applied']:,} | "
+            f"{r['duplicates_ignored']:,} | {r['retransmissions']:,} / {r['nacks']:,} | "
+            f"{both('offered')} offered; {both('dropped')} dropped, {both('duplicated')} "
+            f"duplicated, {both('reordered')} reordered, {both('delayed')} delayed; "
+            f"offered + duplicated = delivered + dropped: {'yes' if balanced else '**no**'} | "
+            f"{r['rss_first_kib'] / 1024:.1f} MiB, last {r['rss_last_kib'] / 1024:.1f}, max "
+            f"{r['rss_max_kib'] / 1024:.1f} MiB (slope {r['rss_slope_kib_per_min']:.0f} KiB/min)"
+            f" | {r['violations']} |")
+    return lines + ["", machines_line(records)]
+
+
+# ------------------------------------------------------------------ fuzzing
+
+def record_summary_lines(path, figure, scenario_of, writes):
+    """Records a script's summary, a JSON line per target or mode, in
+    docs/data/FIGURE.jsonl: each line replaces the earlier record of its
+    scenario (`scenario_of(line)`). `writes` says what makes the file."""
+    if not os.path.exists(path):
+        fail(f"no {path} ({writes} writes it)")
+    m = machine()
+    with open(path) as f:
+        runs = [json.loads(line) for line in f if line.strip()]
+    if not runs:
+        fail(f"nothing in {path} (it comes from {writes})")
+    for run in runs:
+        scenario = scenario_of(run)
+        replace_records(figure, scenario, [dict(m, figure=figure, scenario=scenario, **run)])
+
+
+def record_fuzz(args):
+    """scripts/fuzz.sh --summary FILE: a target's run replaces its earlier
+    one of the same length."""
+    record_summary_lines(args.out, "fuzz", lambda run: f"{run['target']}-{run['seconds']}s",
+                         "scripts/fuzz.sh --summary FILE")
+
+
+def table_fuzz():
+    records = read_records("fuzz")
+    if not records:
+        return no_records("fuzz", "scripts/reproduce.sh --only fuzz")
+    lines = ["| target | time | executions | exec/s | coverage (edges / features) | corpus | "
+             "findings |", "|---|---:|---:|---:|---|---|---|"]
+    count = lambda n: f"{n / 1e6:.2f} M" if n >= 1e6 else f"{n / 1e3:.1f} k"
+    for r in sorted(records, key=lambda r: (r["seconds"], r["target"])):
+        lines.append(
+            f"| {r['target']} | {r['seconds']} s | {count(r['executions'])} | "
+            f"{r['executions'] / r['seconds']:,.0f} | {r['edges']} / {r['features']} | "
+            f"{r['corpus_files']} inputs, {r['corpus_bytes'] / 1024:.1f} KiB | "
+            f"{'**yes**' if r['findings'] else 'none'} |")
+    return lines + ["", machines_line(records)]
+
+
+# --------------------------------------------------------------- sanitizers
+
+def record_sanitizers(args):
+    """scripts/sanitizers.sh's summary: a mode's run replaces its earlier one."""
+    record_summary_lines(args.out, "sanitizers", lambda run: run["mode"],
+                         "SERENE_SANITIZERS_SUMMARY=FILE scripts/sanitizers.sh")
+
+
+def table_sanitizers():
+    records = read_records("sanitizers")
+    if not records:
+        return no_records("sanitizers", "scripts/reproduce.sh --only sanitizers")
+    mins = lambda s: f"{s // 60} min {s % 60:02d} s"
+    lines = ["| mode | result | tests | reports | build | tests' time |",
+             "|---|---|---:|---:|---|---|"]
+    for r in sorted(records, key=lambda r: r["mode"]):
+        lines.append(f"| {r['mode']} | {'passed' if r['passed'] else '**failed**'} | "
+                     f"{r['tests'] - r['failed']}/{r['tests']} passed | {r['reports']} | "
+                     f"{mins(r['build_s'])} | {mins(r['tests_s'])} |")
+    return lines + ["", machines_line(records)]
+
+
 def generators():
     gens = {"demo-real": table_policies("demo-real", "demo", 1.0),
             "demo-real-slowdown": table_policies("demo-real", "slowdown", 1.0),
+            "demo-real-straggler": table_policies("demo-real", "straggler", 1.0, waits=True,
+                                                  per_rank=True),
+            "demo-real-gloo": table_baselines,
+            "training-curve": table_training_curve,
+            "pytorch-n4": table_pytorch,
+            "python-vs-cpp": table_python_vs_cpp,
+            "soak": table_soak,
+            "fuzz": table_fuzz,
+            "sanitizers": table_sanitizers,
             "comm": table_comm,
             "sim-validation-n4": table_validation("n4"),
             "sim-validation-n8": table_validation("n8")}
@@ -1112,6 +1480,7 @@ def plots(args):
     plot_scale()
     plot_pct_of_sync("policies-sim", "policies-sim.png")
     plot_pct_of_sync("paper-scale", "paper-scale.png")
+    plot_pytorch()
 
 
 def plot_pct_of_sync(figure, image):
@@ -1351,6 +1720,30 @@ def main():
     s = sub.add_parser("record-comm", help="records a scripts/comm_sweep.sh output (OUT.jsonl)")
     s.add_argument("out")
     s.set_defaults(func=record_comm)
+    s = sub.add_parser("record-pytorch", help="records a scripts/pytorch_bench.py output "
+                       "(OUT/runs.jsonl) in docs/data/pytorch.jsonl")
+    s.add_argument("out")
+    s.set_defaults(func=record_pytorch)
+    s = sub.add_parser("record-python-vs-cpp", help="records one seed of "
+                       "scripts/python_vs_cpp.sh --out OUT in docs/data/python-vs-cpp.jsonl")
+    s.add_argument("out")
+    s.add_argument("--seed", type=int, required=True)
+    s.add_argument("--fresh", action="store_true",
+                   help="drop the earlier seeds' records (the first seed of a sweep)")
+    s.set_defaults(func=record_python_vs_cpp)
+    s = sub.add_parser("record-soak", help="records a scripts/soak.sh run (OUT/summary.json) "
+                       "in docs/data/soak.jsonl")
+    s.add_argument("out")
+    s.add_argument("--seconds", type=int, required=True, help="the run's --seconds")
+    s.set_defaults(func=record_soak)
+    s = sub.add_parser("record-fuzz", help="records scripts/fuzz.sh --summary FILE in "
+                       "docs/data/fuzz.jsonl")
+    s.add_argument("out")
+    s.set_defaults(func=record_fuzz)
+    s = sub.add_parser("record-sanitizers", help="records scripts/sanitizers.sh's summary "
+                       "(SERENE_SANITIZERS_SUMMARY=FILE) in docs/data/sanitizers.jsonl")
+    s.add_argument("out")
+    s.set_defaults(func=record_sanitizers)
     s = sub.add_parser("tables", help="rewrites every generated table in docs/")
     s.add_argument("--check", action="store_true",
                    help="change nothing; fail if a table differs from its records")

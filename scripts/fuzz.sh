@@ -7,6 +7,8 @@
 #   scripts/fuzz.sh --target pipeline ...    only that target (decode, pipeline)
 #   scripts/fuzz.sh --replay                 run each target once over its seeds and
 #                                            fuzz/regressions/<target>/, no fuzzing
+#   scripts/fuzz.sh --summary FILE ...       append a JSON line per target fuzzed to FILE
+#                                            (scripts/evidence.py record-fuzz FILE)
 #
 # The seeds (fuzz/corpus/<target>/ plus a fresh make_corpus) are copied to a
 # scratch directory, so the repository is never modified. Exits non-zero on
@@ -20,8 +22,9 @@ TIME=600
 JOBS=1
 TARGETS=(decode pipeline)
 REPLAY=0
+SUMMARY=
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     --smoke) TIME=30 ;;
@@ -29,6 +32,7 @@ while [[ $# -gt 0 ]]; do
     --jobs) JOBS=$2; shift ;;
     --target) TARGETS=("$2"); shift ;;
     --replay) REPLAY=1 ;;
+    --summary) SUMMARY=$2; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "fuzz.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -99,6 +103,17 @@ for t in "${TARGETS[@]}"; do
   nice "$bin" "${flags[@]}" "$dir/corpus" >"$dir/log" 2>&1 || rc=$?
 
   crashes=$(find "$dir/artifacts" -type f | sort)
+  execs=$(grep -h -o 'stat::number_of_executed_units: [0-9]*' "$dir/log" | awk '{s += $2} END {print s + 0}')
+  last=$(grep -h -E '^#[0-9]+' "$dir/log" | tail -1 || true)
+  if [[ -n $SUMMARY ]]; then
+    # libFuzzer's last status line: cov (edges) and ft (features).
+    cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$last")
+    ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$last")
+    printf '{"target": "%s", "seconds": %d, "executions": %d, "edges": %d, "features": %d, "corpus_files": %d, "corpus_bytes": %d, "findings": %d}\n' \
+      "$t" "$TIME" "$execs" "${cov:-0}" "${ft:-0}" \
+      "$(find "$dir/corpus" -type f | wc -l)" "$(du -sb "$dir/corpus" | cut -f1)" \
+      "$([[ $rc -ne 0 || -n $crashes ]] && echo 1 || echo 0)" >>"$SUMMARY"
+  fi
   if [[ $rc -ne 0 || -n $crashes ]]; then
     echo "fuzz.sh: $t FOUND A PROBLEM (exit $rc); log $dir/log" >&2
     for c in $crashes; do echo "  input: $c" >&2; done
@@ -107,8 +122,6 @@ for t in "${TARGETS[@]}"; do
     failed=1
     continue
   fi
-  execs=$(grep -h -o 'stat::number_of_executed_units: [0-9]*' "$dir/log" | awk '{s += $2} END {print s + 0}')
-  last=$(grep -h -E '^#[0-9]+' "$dir/log" | tail -1 || true)
   echo "   $t: $execs executions; $(ls "$dir/corpus" | wc -l) corpus files; last: $last"
 done
 

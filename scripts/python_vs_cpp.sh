@@ -2,23 +2,30 @@
 # The Python example against the C++ serene-train, both launched by
 # `python3 -m serene.launch` on a fresh switch: N ranks, SYNC, the MLP on
 # Fashion-MNIST with the same hyper-parameters and step count; prints both
-# final test accuracies (docs/python.md, "Same accuracy as serene-train").
-#   bash scripts/python_vs_cpp.sh [--nproc 4] [--steps 1000] [--seed 1]
+# final test accuracies (docs/python.md, "Same accuracy as serene-train";
+# scripts/reproduce.sh --only python:vs-cpp records seeds 1-5 with
+# evidence.py record-python-vs-cpp OUT).
+#   bash scripts/python_vs_cpp.sh [--nproc 4] [--steps 1000] [--seed 1] [--out DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-nproc=4 steps=1000 seed=1
+nproc=4 steps=1000 seed=1 out=
 while [[ $# -gt 0 ]]; do
   case $1 in
     --nproc) nproc=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
-    -h|--help) sed -n 2,6p "$0"; exit 0 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n 2,8p "$0"; exit 0 ;;
     *) echo "python_vs_cpp.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ -x build/bin/serene-train && -d build/python/serene ]] || {
   echo "python_vs_cpp.sh: build first (cmake --preset default && cmake --build build)" >&2; exit 2; }
-out=$(mktemp -d /tmp/serene-py-vs-cpp.XXXXXX)
+if [[ -z $out ]]; then
+  out=$(mktemp -d /tmp/serene-py-vs-cpp.XXXXXX)
+else
+  mkdir -p "$out"
+fi
 export PYTHONPATH=$PWD/build/python
 launch=(/usr/bin/python3 -m serene.launch --nproc "$nproc" --elements 79510)
 common=(--steps "$steps" --eval-every "$steps" --seed "$seed" --lr 0.04 --batch 256)

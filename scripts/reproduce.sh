@@ -25,8 +25,16 @@
 #                  machine, whatever its load.
 #   demo-real      serene-experiment, the README's demo (real switch and ranks
 #                  on this host), seeds 1-5 (quick: 1-3), and the second demo,
-#                  experiments/slowdown.toml, seeds 1-5 (not quick). Real time:
-#                  run it on a quiet machine.
+#                  experiments/slowdown.toml, seeds 1-5 (not quick); Serene
+#                  SYNC against Gloo's default and halving-doubling
+#                  allreduce on the demo's job (gloo), and the README's
+#                  persistent straggler (straggler), seeds 1-5 each (not
+#                  quick). Real time: run it on a quiet machine.
+#   python         the Python API (docs/python.md): the example against
+#                  serene-train, seeds 1-5 (vs-cpp), and the PyTorch paths
+#                  (DDP, DistributedOptimizer) against gloo, 5 interleaved
+#                  runs of 6 configurations (pytorch; ~25 min); not quick.
+#                  Real time.
 #   comm           serene-bench comm (scripts/comm_sweep.sh, docs/performance.md):
 #                  Serene against Gloo's allreduce at 4 and 8 workers, 79,510,
 #                  1M and 25.6M values, rows of 362 and 4096, 5 runs of every
@@ -47,6 +55,16 @@
 #   faults         the fault matrix (tests/faults/fault_matrix_test.cc): 77
 #                  cases of serene-bench under the switch's fault injection,
 #                  one after another (~2 min; not quick). Real time.
+#   soak           scripts/soak.sh --seconds 600 (docs/reliability.md): two
+#                  8-rank jobs under faults on one switch, every INC exactly
+#                  once, the injectors' books, memory flat (10 min; not
+#                  quick). Real time.
+#   fuzz           scripts/fuzz.sh --time 600 (docs/fuzzing.md): each libFuzzer
+#                  target for 10 min, after building build-fuzz/ with clang
+#                  (~25 min; not quick; needs clang-14 and libclang-rt-14-dev).
+#   sanitizers     scripts/sanitizers.sh (docs/sanitizers.md): the ASan+UBSan
+#                  and TSan builds and their tests (~15-20 min from scratch;
+#                  not quick).
 #   sim-validation the simulator against real runs (scripts/sim_validation.sh,
 #                  docs/simulator.md): the demo at 4 and 8 ranks, real and
 #                  simulated, seeds 1-5 (~30 min; not quick). Real time.
@@ -219,6 +237,25 @@ if [[ $tables_only -eq 0 ]]; then
     $PY scripts/evidence.py record-faults "$scratch/faults.md"
   fi
 
+  if [[ $quick -eq 0 ]] && wanted soak soak; then
+    say "soak: two 8-rank jobs on one switch under faults, round after round for 600 s"
+    bash scripts/soak.sh --seconds 600 --bin-dir "$BIN" --out "$scratch/soak" | tail -n 12
+    $PY scripts/evidence.py record-soak "$scratch/soak/summary.json" --seconds 600
+  fi
+
+  if [[ $quick -eq 0 ]] && wanted fuzz fuzz; then
+    say "fuzz: each libFuzzer target for 600 s (builds build-fuzz/ with clang first)"
+    bash scripts/fuzz.sh --time 600 --summary "$scratch/fuzz.jsonl" | grep -E '^( +[a-z]+:|fuzz.sh)'
+    $PY scripts/evidence.py record-fuzz "$scratch/fuzz.jsonl"
+  fi
+
+  if [[ $quick -eq 0 ]] && wanted sanitizers sanitizers; then
+    say "sanitizers: ASan+UBSan and TSan builds and their tests (build-asan/, build-tsan/)"
+    SERENE_SANITIZERS_SUMMARY="$scratch/sanitizers.jsonl" bash scripts/sanitizers.sh all |
+      grep -E '^sanitizers: '
+    $PY scripts/evidence.py record-sanitizers "$scratch/sanitizers.jsonl"
+  fi
+
   if [[ $quick -eq 0 ]] && wanted p4 p4; then
     P4=${P4:-/opt/p4}
     if [[ $(id -u) != 0 || ! -x $P4/bin/simple_switch || ! -x $P4/bin/p4c-bm2-ss ]]; then
@@ -244,30 +281,65 @@ if [[ $tables_only -eq 0 ]]; then
     fi
   fi
 
+  # experiment SCENARIO SEED FLAGS...: one serene-experiment with FLAGS at
+  # SEED, recorded as demo-real's SCENARIO; seed 1 replaces the scenario's
+  # earlier records (a sweep starts there).
+  experiment() {
+    local scenario=$1 seed=$2 fresh=()
+    shift 2
+    [[ $seed -eq 1 ]] && fresh=(--fresh)
+    say "demo-real: $scenario, seed $seed (serene-experiment $*, real processes)"
+    $BIN/serene-experiment --seed "$seed" "$@" --out "$scratch/$scenario-$seed" | tail -n 4
+    $PY scripts/evidence.py record-experiment "$scratch/$scenario-$seed" --figure demo-real \
+      --scenario "$scenario" --seed "$seed" "${fresh[@]}"
+  }
   seeds=(1 2 3 4 5)
   [[ $quick -eq 1 ]] && seeds=(1 2 3)
   if wanted demo-real demo; then
-    fresh=--fresh
-    for seed in "${seeds[@]}"; do
-      say "demo-real: seed $seed (serene-experiment, real processes)"
-      $BIN/serene-experiment --seed "$seed" --out "$scratch/demo-$seed" | tail -n 4
-      $PY scripts/evidence.py record-experiment "$scratch/demo-$seed" --figure demo-real \
-        --scenario demo --seed "$seed" $fresh
-      fresh=
-    done
+    for seed in "${seeds[@]}"; do experiment demo "$seed"; done
   fi
   # The second demo: where staleness costs and a rank slows a third of the
   # way, every policy of experiments/slowdown.toml, seeds 1-5 (not --quick).
   if [[ $quick -eq 0 ]] && wanted demo-real slowdown; then
+    for seed in 1 2 3 4 5; do experiment slowdown "$seed" -c experiments/slowdown.toml; done
+  fi
+  # Serene SYNC against Gloo's default and halving-doubling allreduce on the
+  # demo's job (experiments.md, and training.md's curves), seeds 1-5, the
+  # order of the runs reversed every other seed so that drift in the host's
+  # load hits each alike (not --quick).
+  if [[ $quick -eq 0 ]] && wanted demo-real gloo; then
+    for seed in 1 2 3 4 5; do
+      order=serene:sync,gloo,gloo:halving-doubling
+      [[ $((seed % 2)) -eq 0 ]] && order=gloo:halving-doubling,gloo,serene:sync
+      experiment gloo "$seed" --runs "$order"
+    done
+  fi
+  # A persistent straggler (the README's example): rank 3 three times as slow
+  # at every step, seeds 1-5 (not --quick).
+  if [[ $quick -eq 0 ]] && wanted demo-real straggler; then
+    for seed in 1 2 3 4 5; do
+      experiment straggler "$seed" --runs serene:sync,serene:ssp:4,serene:async,gloo \
+        --straggler heterogeneous:3 --straggler-ranks 3
+    done
+  fi
+
+  # The Python API (docs/python.md): the Python example against serene-train,
+  # seeds 1-5, and the PyTorch paths side by side, 5 interleaved runs of each
+  # (not --quick).
+  if [[ $quick -eq 0 ]] && wanted python vs-cpp; then
     fresh=--fresh
     for seed in 1 2 3 4 5; do
-      say "demo-real: slowdown, seed $seed (serene-experiment, real processes)"
-      $BIN/serene-experiment -c experiments/slowdown.toml --seed "$seed" \
-        --out "$scratch/slowdown-$seed" | tail -n 4
-      $PY scripts/evidence.py record-experiment "$scratch/slowdown-$seed" --figure demo-real \
-        --scenario slowdown --seed "$seed" $fresh
+      say "python: the example against serene-train, seed $seed (real processes)"
+      bash scripts/python_vs_cpp.sh --seed "$seed" --out "$scratch/py-vs-cpp-$seed" | tail -n 1
+      $PY scripts/evidence.py record-python-vs-cpp "$scratch/py-vs-cpp-$seed" --seed "$seed" \
+        $fresh
       fresh=
     done
+  fi
+  if [[ $quick -eq 0 ]] && wanted python pytorch; then
+    say "python: DDP and DistributedOptimizer against gloo, 6 configurations x 5 runs"
+    $PY scripts/pytorch_bench.py --runs 5 --out "$scratch/pytorch"
+    $PY scripts/evidence.py record-pytorch "$scratch/pytorch/runs.jsonl"
   fi
 
   if [[ $quick -eq 0 ]] && wanted sim-validation sim-validation; then

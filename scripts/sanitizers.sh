@@ -19,12 +19,14 @@
 # report, from a test binary or from a process it started, is written under
 # build-<mode>/sanitizer-logs/ (log_path) and printed; the run fails if a
 # build or a test fails or if any report was written. The last lines are a
-# one-line summary per mode.
+# one-line summary per mode; with SERENE_SANITIZERS_SUMMARY=FILE each mode's
+# is appended to FILE as a JSON line too (scripts/evidence.py
+# record-sanitizers FILE).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
 
 mode=${1:-all}
 [[ $# -gt 0 ]] && shift
@@ -114,6 +116,15 @@ run_mode() {
   [[ $verdict == PASS ]] || status=1
   local times="build $(duration $((t1 - t0))), tests $(duration $((t2 - t1)))"
   summaries+=("sanitizers: $m: $verdict: $tests; $reports sanitizer report(s); $times")
+  if [[ -n ${SERENE_SANITIZERS_SUMMARY:-} ]]; then
+    local run=0 failed=0
+    if [[ $tests =~ ([0-9]+)\ tests?\ failed\ out\ of\ ([0-9]+) ]]; then
+      failed=${BASH_REMATCH[1]} run=${BASH_REMATCH[2]}
+    fi
+    printf '{"mode": "%s", "passed": %s, "tests": %d, "failed": %d, "reports": %d, "build_s": %d, "tests_s": %d, "ctest_args": "%s"}\n' \
+      "$m" "$([[ $verdict == PASS ]] && echo true || echo false)" "$run" "$failed" "$reports" \
+      $((t1 - t0)) $((t2 - t1)) "${ctest_args[*]}" >>"$SERENE_SANITIZERS_SUMMARY"
+  fi
 }
 
 for m in "${modes[@]}"; do

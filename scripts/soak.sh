@@ -24,6 +24,7 @@
 #     from the exit counters. A --fault the switch ignored fails the soak;
 #   - memory flat: the last RSS sample is within --rss-margin of the first
 #     sample after warm-up (the first round).
+# The summary goes to OUT/summary.json too (scripts/evidence.py record-soak).
 # Exit 0 if all hold, 1 on any violation, 2 on bad usage or missing binaries.
 #
 #   scripts/soak.sh [--seconds S] [--bin-dir DIR] [--out DIR] [--fault SPEC]
@@ -43,7 +44,7 @@ run_timeout=120
 rss_margin_kib=""   # default: the larger of 4 MiB and 5 % of the warm-up sample
 
 usage() {
-  sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'
 }
 
 while [[ $# -gt 0 ]]; do
@@ -357,6 +358,23 @@ exit counters:
 $exit_faults
 logs: $out
 EOF
+# The same, as JSON for scripts/evidence.py record-soak (OUT/summary.json).
+SOAK_EXIT_FAULTS=$exit_faults /usr/bin/python3 - "$out/summary.json" <<PY
+import json, os, re, sys
+faults = {}
+for line in os.environ["SOAK_EXIT_FAULTS"].splitlines():
+    m = re.match(r"faults (\w+): (.*)", line)
+    if m:
+        faults[m.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+json.dump({"seconds": round($final_at), "rounds": $round, "runs_ok": $runs_ok, "runs": $runs,
+           "jobs": 2, "workers": $workers, "elements": $elements, "rows": $rows,
+           "clocks": $clocks, "clocks_total": $clocks_total, "inc_rows_applied": $applied_total,
+           "duplicates_ignored": $dups_total, "retransmissions": $retrans_total,
+           "nacks": $nacks_total, "fault": "$fault", "rss_first_kib": ${first_rss:-0},
+           "rss_last_kib": ${last_rss:-0}, "rss_max_kib": ${max_rss:-0},
+           "rss_slope_kib_per_min": ${slope:-0}, "rss_margin_kib": $margin,
+           "violations": $violations, "exit_faults": faults}, open(sys.argv[1], "w"), indent=1)
+PY
 if [[ $violations -gt 0 ]]; then
   echo "FAILED: $violations violation(s):"
   cat "$out/violations.txt"

@@ -40,8 +40,8 @@
 
 namespace serene::sim {
 
-// How long a step's computation takes in virtual time: compute_s × (1 + u),
-// u uniform in [−jitter, jitter] (drawn per rank and step from the seed);
+// How long a step's computation takes in virtual time: max(floor_s, compute_s ×
+// (1 + u)), u uniform in [−jitter, jitter] (drawn per rank and step from the seed);
 // and one evaluation of the test set on an evaluating rank: eval_s (its
 // math is real and instant; this is the time a real rank spends in it,
 // which under SYNC every rank waits for).
@@ -49,6 +49,9 @@ struct ComputeModel {
   double compute_s = 0.006;
   double jitter = 0.05;
   double eval_s = 0;
+  // A step's computation lasts at least this long (the scenario's
+  // compute_floor_ms, as serene-train --compute-floor-ms sleeps the rest).
+  double floor_s = 0;
 };
 
 // What the straggler pattern's sleep is relative to (train/straggler.h hands

@@ -41,6 +41,10 @@ Result<std::unique_ptr<Trainer>> Trainer::Create(const TrainerOptions& options,
     return Status::InvalidArgument("momentum must be in [0, 1), got " +
                                    std::to_string(options.momentum));
   }
+  if (!(options.compute_floor_s >= 0 && options.compute_floor_s <= 60)) {
+    return Status::InvalidArgument("compute floor must be in [0, 60] s, got " +
+                                   std::to_string(options.compute_floor_s));
+  }
   if (options.max_steps < 0) return Status::InvalidArgument("step limit must be >= 0");
   if (options.time_limit_s < 0) return Status::InvalidArgument("time limit must be >= 0");
   if (options.max_steps == 0 && options.time_limit_s == 0) {
@@ -235,7 +239,11 @@ Result<RunMetrics> Trainer::Run() {
     } else {
       ApplyMomentum(static_cast<float>(options_.momentum), grad_, velocity_, scale, update_);
     }
-    const double compute_s = Seconds(Clock::now() - t);
+    double compute_s = Seconds(Clock::now() - t);
+    if (compute_s < options_.compute_floor_s) {
+      SleepFor(options_.compute_floor_s - compute_s);
+      compute_s = Seconds(Clock::now() - t);
+    }
     m.compute_s += compute_s;
 
     double sleep_s = 0;

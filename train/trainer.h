@@ -55,6 +55,13 @@ struct TrainerOptions {
   int64_t eval_every = 50;      // steps between evaluation/timeline points (>= 1)
   size_t eval_samples = 0;      // first n test examples; 0 = all 10000
   std::vector<int> eval_ranks = {0};
+  // Each step's computation lasts at least this long, the rest of it slept:
+  // a heavier model emulated without its CPU, so that ranks sharing a few
+  // cores still compute side by side, as ranks with a core each would
+  // (issue 30: real runs on 2 cores otherwise take turns and see less
+  // staleness than the simulator's ranks). 0 = none. The step's compute
+  // time, and so a straggler's sleep relative to it, includes the floor.
+  double compute_floor_s = 0;
   StragglerSpec straggler;  // pattern applied on straggler_ranks
   std::vector<int> straggler_ranks;
   int64_t log_every = 0;        // progress log lines; 0 = every eval_every steps, < 0 = never

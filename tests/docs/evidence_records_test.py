@@ -3,7 +3,9 @@
 reliability.md: Google Benchmark JSON (record-bench), the scale sweep
 (record-scale), the fault matrix's rows (record-faults), and of p4.md's
 checks of the P4 program in BMv2 (record-p4), of serene-sim sweeps run in
-several processes (record-sim), of reproduce.sh's parts' times
+several processes (record-sim), of the soak (record-soak) and fuzzing
+(record-fuzz) runs and the sanitizer builds (record-sanitizers), of
+reproduce.sh's parts' times
 (record-time), and the tables made from them."""
 import argparse
 import json
@@ -180,6 +182,68 @@ class RecordersTest(ScratchDataTest):
         with self.assertRaises(SystemExit):
             self.record_time("policies-sim:nonesuch", 10)
         self.assertEqual(evidence.read_records("durations"), [])
+
+    def test_a_soak_run_is_recorded_with_its_books(self):
+        summary = {"seconds": 601, "rounds": 74, "runs_ok": 148, "runs": 148, "jobs": 2,
+                   "workers": 8, "elements": 20000, "rows": 79, "clocks": 40,
+                   "clocks_total": 5920, "inc_rows_applied": 4027025,
+                   "duplicates_ignored": 2013079, "retransmissions": 3300000, "nacks": 108000,
+                   "fault": "drop=0.05,dir=both", "rss_first_kib": 29594, "rss_last_kib": 30618,
+                   "rss_max_kib": 30720, "rss_slope_kib_per_min": 12.3, "rss_margin_kib": 4096,
+                   "violations": 0,
+                   "exit_faults": {"rx": {"offered": 13600000, "delivered": 12918000,
+                                          "dropped": 682000, "duplicated": 0, "reordered": 5,
+                                          "delayed": 7},
+                                   "tx": {"offered": 7300000, "delivered": 6937000,
+                                          "dropped": 363000, "duplicated": 0, "reordered": 0,
+                                          "delayed": 0}}}
+        path = self.write("summary.json", json.dumps(summary))
+        evidence.record_soak(argparse.Namespace(out=path, seconds=600))
+        [row] = [line for line in evidence.table_soak() if line.startswith("| `scripts")]
+        self.assertIn("| 74 | 148/148 | 5,920 | 4,027,025 | 2,013,079 | 3,300,000 / 108,000 |",
+                      row)
+        self.assertIn("13.6 M / 7.3 M offered; 682 k / 363 k dropped", row)
+        self.assertIn("offered + duplicated = delivered + dropped: yes", row)
+        self.assertIn("28.9 MiB, last 29.9, max 30.0 MiB", row)
+        # Books that do not balance say so.
+        summary["exit_faults"]["tx"]["delivered"] -= 1
+        evidence.record_soak(argparse.Namespace(out=self.write("s2.json", json.dumps(summary)),
+                                                seconds=600))
+        self.assertEqual(len(evidence.read_records("soak")), 1)
+        self.assertIn("dropped: **no**", "\n".join(evidence.table_soak()))
+
+    def test_fuzz_runs_are_recorded_per_target_and_length(self):
+        line = lambda target, seconds, execs, findings=0: json.dumps({
+            "target": target, "seconds": seconds, "executions": execs, "edges": 1775,
+            "features": 11339, "corpus_files": 1175, "corpus_bytes": 95232,
+            "findings": findings}) + "\n"
+        evidence.record_fuzz(argparse.Namespace(out=self.write(
+            "f1.jsonl", line("decode", 600, 62_700_000) + line("pipeline", 600, 229_000))))
+        evidence.record_fuzz(argparse.Namespace(out=self.write(
+            "f2.jsonl", line("pipeline", 600, 231_000, findings=1))))
+        table = evidence.table_fuzz()
+        rows = [line for line in table if line.startswith("| decode") or
+                line.startswith("| pipeline")]
+        self.assertEqual(len(rows), 2)  # the second pipeline run replaced the first
+        self.assertIn("| decode | 600 s | 62.70 M | 104,500 | 1775 / 11339 | 1175 inputs, "
+                      "93.0 KiB | none |", rows[0])
+        self.assertIn("| pipeline | 600 s | 231.0 k | 385 |", rows[1])
+        self.assertTrue(rows[1].endswith("| **yes** |"))
+        with self.assertRaises(SystemExit):
+            evidence.record_fuzz(argparse.Namespace(out=self.write("empty.jsonl", "")))
+
+    def test_sanitizer_modes_are_recorded_with_their_counts(self):
+        line = lambda mode, tests, failed, reports: json.dumps({
+            "mode": mode, "passed": failed == 0 and reports == 0, "tests": tests,
+            "failed": failed, "reports": reports, "build_s": 540, "tests_s": 178,
+            "ctest_args": ""}) + "\n"
+        evidence.record_sanitizers(argparse.Namespace(out=self.write(
+            "s.jsonl", line("asan", 643, 0, 0) + line("tsan", 277, 1, 2))))
+        table = evidence.table_sanitizers()
+        self.assertIn("| asan | passed | 643/643 passed | 0 | 9 min 00 s | 2 min 58 s |", table)
+        self.assertIn("| tsan | **failed** | 276/277 passed | 2 |", "\n".join(table))
+        with self.assertRaises(SystemExit):
+            evidence.record_sanitizers(argparse.Namespace(out=self.write("none.jsonl", "\n")))
 
 
 if __name__ == "__main__":

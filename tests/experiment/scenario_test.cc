@@ -67,7 +67,9 @@ TEST(ScenarioTest, SetValueAcceptsGoodValues) {
   EXPECT_TRUE(SetScenarioValue("row", "256", "--row", &s).ok());
   EXPECT_TRUE(SetScenarioValue("timeout", "90.5", "--timeout", &s).ok());
   EXPECT_TRUE(SetScenarioValue("momentum", "0.9", "--momentum", &s).ok());
+  EXPECT_TRUE(SetScenarioValue("compute_floor_ms", "20", "--compute-floor", &s).ok());
   EXPECT_EQ(s.workers, 8);
+  EXPECT_DOUBLE_EQ(s.compute_floor_ms, 20);
   EXPECT_DOUBLE_EQ(s.momentum, 0.9);
   EXPECT_EQ(s.model, train::ModelKind::kCnn);
   EXPECT_DOUBLE_EQ(s.target_accuracy, 0.87);
@@ -94,6 +96,8 @@ TEST(ScenarioTest, SetValueRefusesBadValuesNamingThem) {
       {"lr", "-0.1", "positive learning rate"},
       {"momentum", "1", "a momentum in [0, 1)"},
       {"momentum", "-0.5", "a momentum in [0, 1)"},
+      {"compute_floor_ms", "-1", "milliseconds in [0, 60000]"},
+      {"compute_floor_ms", "nan", "milliseconds in [0, 60000]"},
       {"batch", "0", "1..60000"},
       {"eval_samples", "20000", "0..10000"},
       {"straggler", "slow_worker:2", "probability"},

@@ -115,6 +115,24 @@ TEST(SimulationTest, SameOptionsGiveTheSameRunBitForBit) {
   EXPECT_NE(train::MetricsToJson(Simulate(other).ranks[0]), train::MetricsToJson(a.ranks[0]));
 }
 
+// A compute floor above the modelled compute time makes every step take
+// exactly the floor (serene-train sleeps the rest of it), jitter and all.
+TEST(SimulationTest, AComputeFloorIsEveryStepsComputeTimeWhenAbove) {
+  SimulationOptions o = Timing("async", 4, 40);
+  o.compute.floor_s = 0.02;
+  const SimulationResult r = Simulate(o);
+  ASSERT_EQ(r.ranks.size(), 4u);
+  for (const train::RunMetrics& m : r.ranks) {
+    ASSERT_EQ(m.iterations, 40);
+    EXPECT_NEAR(m.compute_s, 40 * 0.02, 1e-9) << m.rank;
+  }
+  // Below the modelled time it changes nothing.
+  SimulationOptions low = Timing("async", 4, 40);
+  low.compute.floor_s = 0.001;
+  EXPECT_EQ(train::MetricsToJson(Simulate(low).ranks[1]),
+            train::MetricsToJson(Simulate(Timing("async", 4, 40)).ranks[1]));
+}
+
 TEST(SimulationTest, AWiderWindowWaitsLessUnderStragglers) {
   const SimulationResult sync = Simulate(WithStragglers(Timing("sync")));
   const SimulationResult ssp = Simulate(WithStragglers(Timing("ssp:10")));

@@ -273,6 +273,31 @@ TEST(TrainerTest, RejectsInconsistentOptions) {
   }
 }
 
+// A compute floor makes every step's computation last at least that long
+// (slept): its compute time, per step and in total, is never below it.
+TEST(TrainerTest, AComputeFloorMakesEveryStepLastAtLeastThatLong) {
+  RecordingBackend backend;
+  TrainerOptions o = SmallRun();
+  o.max_steps = 4;
+  o.batch_size = 32;
+  o.compute_floor_s = 0.03;
+  o.log_iterations = true;
+  auto trainer = Trainer::Create(o, testing::TrainSet(), &testing::TestSet(), backend);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  auto m = (*trainer)->Run();
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_EQ(m->iteration_log.size(), 4u);
+  for (const auto& it : m->iteration_log) EXPECT_GE(it.compute_s, 0.03) << it.step;
+  EXPECT_GE(m->compute_s, 4 * 0.03);
+  EXPECT_EQ(m->straggler_sleep_s, 0);  // the floor is compute, not a straggler's sleep
+  for (double floor : {-0.001, 61.0, std::nan("")}) {
+    o.compute_floor_s = floor;
+    auto bad = Trainer::Create(o, testing::TrainSet(), &testing::TestSet(), backend);
+    EXPECT_EQ(bad.status().code(), Status::Code::kInvalidArgument) << floor;
+    EXPECT_NE(bad.status().message().find("compute floor"), std::string::npos);
+  }
+}
+
 // With momentum each rank pushes −lr/N · v, v = μ·v + g over its own
 // gradients: the second update is −lr/N · (μ·g1 + g2).
 TEST(TrainerTest, WithMomentumPushesTheScaledVelocity) {
