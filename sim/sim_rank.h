@@ -40,8 +40,8 @@
 
 namespace serene::sim {
 
-// How long a step's computation takes in virtual time: max(floor_s, compute_s ×
-// (1 + u)), u uniform in [−jitter, jitter] (drawn per rank and step from the seed);
+// How long a step's computation takes in virtual time: max(floor_s, compute_s)
+// × (1 + u), u uniform in [−jitter, jitter] (drawn per rank and step from the seed);
 // and one evaluation of the test set on an evaluating rank: eval_s (its
 // math is real and instant; this is the time a real rank spends in it,
 // which under SYNC every rank waits for).

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <string>
 
@@ -115,16 +116,24 @@ TEST(SimulationTest, SameOptionsGiveTheSameRunBitForBit) {
   EXPECT_NE(train::MetricsToJson(Simulate(other).ranks[0]), train::MetricsToJson(a.ranks[0]));
 }
 
-// A compute floor above the modelled compute time makes every step take
-// exactly the floor (serene-train sleeps the rest of it), jitter and all.
-TEST(SimulationTest, AComputeFloorIsEveryStepsComputeTimeWhenAbove) {
+// A compute floor above the modelled compute time replaces it (serene-train
+// sleeps the rest of the step): every step takes the floor, and the jitter
+// varies it as it varies the modelled time.
+TEST(SimulationTest, AComputeFloorAboveTheModelledTimeReplacesIt) {
   SimulationOptions o = Timing("async", 4, 40);
   o.compute.floor_s = 0.02;
+  o.compute.jitter = 0;
+  for (const train::RunMetrics& m : Simulate(o).ranks) {
+    ASSERT_EQ(m.iterations, 40);
+    EXPECT_NEAR(m.compute_s, 40 * 0.02, 1e-9) << m.rank;
+  }
+  o.compute.jitter = 0.05;
   const SimulationResult r = Simulate(o);
   ASSERT_EQ(r.ranks.size(), 4u);
   for (const train::RunMetrics& m : r.ranks) {
-    ASSERT_EQ(m.iterations, 40);
-    EXPECT_NEAR(m.compute_s, 40 * 0.02, 1e-9) << m.rank;
+    EXPECT_GT(m.compute_s, 40 * 0.02 * 0.95) << m.rank;
+    EXPECT_LT(m.compute_s, 40 * 0.02 * 1.05) << m.rank;
+    EXPECT_GT(std::abs(m.compute_s - 40 * 0.02), 1e-6) << m.rank;  // jittered
   }
   // Below the modelled time it changes nothing.
   SimulationOptions low = Timing("async", 4, 40);
