@@ -1059,7 +1059,8 @@ def demo_real(scenario):
 def table_baselines():
     """Serene SYNC against Gloo's two allreduce algorithms on the demo's job
     (demo-real, scenario "gloo"): per run, its time split into compute and
-    communication, and Serene SYNC's JCT over each Gloo run's, seed by seed."""
+    communication (and the barrier's part of it: under Gloo the whole
+    allreduce), and Serene SYNC's JCT over each Gloo run's, seed by seed."""
     records = demo_real("gloo")
     if not records:
         return no_records("demo-real", "scripts/reproduce.sh --only demo-real:gloo", "gloo")
@@ -1069,17 +1070,21 @@ def table_baselines():
     ms = lambda x: f"{1e3 * x:.2f}"
     lines = [f"{len(seeds)} seeds ({', '.join(map(str, seeds))}); median (min–max) over seeds.",
              "", "| run | JCT (s) | compute per iteration (ms) | communication per iteration "
-             "(ms) | communication share of a step (%) | iterations | final accuracy |",
-             "|---|---|---|---|---|---|---|"]
+             "(ms) | communication share of a step (%) | of it, waiting at the barrier (%) | "
+             "iterations | final accuracy |",
+             "|---|---|---|---|---|---|---|---|"]
     for label in labels:
         rs = [runs[(s, label)] for s in seeds if (s, label) in runs]
         col = lambda key: [r.get(key) for r in rs]
+        barrier = [100 * r["barrier_wait_total_s"] / r["wait_total_s"] for r in rs
+                   if r.get("wait_total_s") and r.get("barrier_wait_total_s") is not None]
         lines.append(
             f"| {'Serene ' if label == 'SYNC' else ''}{label} | "
             f"{fmt_range(col('jct_s'), lambda x: f'{x:.2f}')} | "
             f"{fmt_range(col('compute_per_iteration_s'), ms)} | "
             f"{fmt_range(col('comm_per_iteration_s'), ms)} | "
             f"{fmt_range(col('comm_share_pct'), lambda x: f'{x:.1f}')} | "
+            f"{fmt_range(barrier, lambda x: f'{x:.0f}')} | "
             f"{fmt_range(col('iterations'), lambda x: f'{x:.0f}')} | "
             f"{fmt_range(col('final_accuracy'), lambda x: f'{x:.4f}')} |")
     lines.append("")
@@ -1120,7 +1125,14 @@ def table_training_curve():
     ends = [f"{('Serene ' if x == 'SYNC' else '') + x}: "
             f"{fmt_range([r['iterations'] for r in curves if r['label'] == x], f0)}"
             for x in labels]
-    lines += ["", "Iterations to the target (0.84): " + "; ".join(ends) + "."]
+    # The runs of one seed against each other, at every step both evaluated.
+    by_seed = {}
+    for r in curves:
+        by_seed.setdefault(r["seed"], []).append(dict(map(tuple, r["accuracy_curve"])))
+    gap = max((abs(a[k] - b[k]) for cs in by_seed.values() for a in cs for b in cs
+               for k in a if k in b), default=0.0)
+    lines += ["", "Iterations to the target (0.84): " + "; ".join(ends) + ". Largest "
+              f"difference between two runs of one seed at one evaluation: {gap:.4f}."]
     return lines + ["", machines_line(records)]
 
 
@@ -1406,7 +1418,9 @@ def generators():
             "sanitizers": table_sanitizers,
             "comm": table_comm,
             "sim-validation-n4": table_validation("n4"),
-            "sim-validation-n8": table_validation("n8")}
+            "sim-validation-n8": table_validation("n8"),
+            "sim-validation-n4-floor": table_validation("n4-floor"),
+            "sim-validation-n8-floor": table_validation("n8-floor")}
     for scenario in sorted({r["scenario"] for r in read_records("policies-sim")} |
                            {"demo", "paper", "heterogeneous", "failure", "momentum", "slowdown",
                             "comego",

@@ -44,8 +44,8 @@ class BaselinesTest(ScratchDataTest):
         self.record(2, [run("Gloo(halving-doubling)", 5), run("Gloo", 8), run("SYNC", 6)])
         table = evidence.table_baselines()
         self.assertEqual(cells(table, "Serene SYNC")[1], "5.50 (5.00–6.00)")
-        self.assertEqual(cells(table, "Gloo")[2:5], ["4.00 (4.00–4.00)", "6.00 (6.00–6.00)",
-                                                     "60.0 (60.0–60.0)"])
+        self.assertEqual(cells(table, "Gloo")[2:6], ["4.00 (4.00–4.00)", "6.00 (6.00–6.00)",
+                                                     "60.0 (60.0–60.0)", "50 (50–50)"])
         text = "\n".join(table)
         self.assertIn("over Gloo's, seed by seed: **0.62 (0.50–0.75)**", text)
         self.assertIn("over Gloo(halving-doubling)'s, seed by seed: **1.02 (0.83–1.20)**", text)
@@ -60,6 +60,10 @@ class BaselinesTest(ScratchDataTest):
         self.assertEqual([line.split("|")[1].strip() for line in table
                           if line.startswith("| ") and line[2].isdigit()], ["0", "100", "200"])
         self.assertIn("Serene SYNC: 250 (200–300)", "\n".join(table))
+        self.assertIn("Largest difference between two runs of one seed at one evaluation: "
+                      "0.0000.", "\n".join(table))
+        self.record(3, [run("SYNC", 5, 200, b), run("Gloo", 9, 200, [(0, 0.17), (100, 0.7912)])])
+        self.assertIn("at one evaluation: 0.0012.", "\n".join(evidence.table_training_curve()))
 
     def test_a_persistent_straggler_shows_each_ranks_iterations(self):
         for seed in (1, 2):
