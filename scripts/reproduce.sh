@@ -66,8 +66,9 @@
 #                  and TSan builds and their tests (~15-20 min from scratch;
 #                  not quick).
 #   sim-validation the simulator against real runs (scripts/sim_validation.sh,
-#                  docs/simulator.md): the demo at 4 and 8 ranks, real and
-#                  simulated, seeds 1-5 (~30 min; not quick). Real time.
+#                  docs/simulator.md): the demo at 4 and 8 ranks, with and
+#                  without a compute floor, real and simulated, seeds 1-5
+#                  (~1 h; not quick). Real time.
 #   p4             the P4 program in BMv2 (docs/p4.md "Verified"): p4/compile_check.sh,
 #                  p4/conformance.sh against BMv2, p4/train.sh compare 20 and
 #                  5 runs of p4/bench.sh 100 (~15 min; not quick). Needs root
@@ -343,7 +344,7 @@ if [[ $tables_only -eq 0 ]]; then
   fi
 
   if [[ $quick -eq 0 ]] && wanted sim-validation sim-validation; then
-    say "sim-validation: the demo at 4 and 8 ranks, real and simulated, seeds 1-5"
+    say "sim-validation: the demo at 4 and 8 ranks, with and without a compute floor, real and simulated, seeds 1-5"
     bash scripts/sim_validation.sh --bin-dir "$BIN" --out "$scratch/validation"
   fi
 

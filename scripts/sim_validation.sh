@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # The simulator against real runs (docs/simulator.md "Validation against real
 # runs"): runs experiments/validation-n4.toml and validation-n8.toml — the
-# demo to its target at 4 and 8 ranks, SYNC, SSP(10), ASYNC, ADAPTIVE — with
+# demo to its target at 4 and 8 ranks, SYNC, SSP(10), ASYNC, ADAPTIVE — and
+# their -floor twins (each step's computation at least 25 ms, so that the
+# ranks compute side by side on a host with fewer cores than ranks) with
 # serene-experiment (real switch and ranks on this host), then each run again
 # in serene-sim with the compute time per iteration and the time per
 # evaluation that run measured, and records both, seed by seed, in
 # docs/data/sim-validation.jsonl (scripts/evidence.py record-validation).
-# Real time: run it on a quiet machine (~30 min on 2 cores for 5 seeds).
-#   bash scripts/sim_validation.sh                          # n4 and n8, seeds 1-5
-#   bash scripts/sim_validation.sh --sizes 4 --seeds "1 2" --out /tmp/v
+# Real time: run it on a quiet machine (~1 h on 2 cores for 5 seeds).
+#   bash scripts/sim_validation.sh                          # n4, n8, n4-floor, n8-floor; seeds 1-5
+#   bash scripts/sim_validation.sh --sizes "4 8-floor" --seeds "1 2" --out /tmp/v
 #   bash scripts/sim_validation.sh --no-record              # outputs only, in --out
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,9 +18,9 @@ cd "$(dirname "$0")/.."
 BIN=build/bin
 OUT=
 SEEDS="1 2 3 4 5"
-SIZES="4 8"
+SIZES="4 8 4-floor 8-floor"
 record=1
-usage() { sed -n '2,12p' "$0"; }
+usage() { sed -n '2,14p' "$0"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bin-dir) BIN="$2"; shift 2 ;;
@@ -35,7 +37,7 @@ for s in $SEEDS; do
 done
 for n in $SIZES; do
   [[ -f experiments/validation-n$n.toml ]] ||
-    { echo "sim_validation.sh: --sizes: no experiments/validation-n$n.toml (4 and 8 exist)" >&2; exit 2; }
+    { echo "sim_validation.sh: --sizes: no experiments/validation-n$n.toml (4, 8, 4-floor and 8-floor exist)" >&2; exit 2; }
 done
 for b in serene-experiment serene-sim; do
   [[ -x "$BIN/$b" ]] || { echo "sim_validation.sh: no $BIN/$b; build first (README.md)" >&2; exit 1; }
