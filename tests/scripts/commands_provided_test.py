@@ -119,7 +119,7 @@ def command_words(line):
     line = re.sub(r"\(\(.*?\)\)", " ", line)  # arithmetic (( ... ))
     line = re.sub(r"^\s*[^\s()=$]+(\s*\|\s*[^\s()]+)*\)", " ", line)  # a case label
     segments = re.split(r"\$\(|`|\|\||&&|[|;&(){}]|\bthen\b|\bdo\b|\belse\b|\bif\b|\bwhile\b|"
-                        r"\buntil\b|\belif\b|\btime\b|!", line)
+                        r"\buntil\b|\belif\b|(?<![-\w])time\b|!", line)
     words = []
     for seg in segments:
         toks = seg.split()

@@ -13,7 +13,7 @@ check_refused() {  # check_refused WANT_TEXT ARGS...
   [[ $rc -eq 2 ]] || fail "sim_validation.sh $*: exit $rc, expected 2; output: $out"
   [[ $out == *"$want"* ]] || fail "sim_validation.sh $*: output lacks '$want': $out"
 }
-check_refused "no experiments/validation-n3.toml (4 and 8 exist)" --sizes 3
+check_refused "no experiments/validation-n3.toml (4, 8, 4-floor and 8-floor exist)" --sizes 3
 check_refused "--seeds: 'one' is not a seed" --seeds "1 one"
 check_refused "unknown argument '--fast'" --fast
 out=$(timeout 20 bash "$root/scripts/sim_validation.sh" --bin-dir /nonexistent 2>&1); rc=$?
