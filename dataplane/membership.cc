@@ -39,9 +39,12 @@ void Join(JobState& job, uint32_t worker, const proto::Endpoint& src, const prot
   w.joined = true;
   w.counters.joins.AddExclusive(1);
   if (!w.live) {
-    // Resume at the slowest live rank's clock, or the rank's own if it is ahead,
-    // so the barrier's low clock does not move back.
-    if (job.live_count > 0 && proto::ClockDiff(job.low_all, w.done) > 0) {
+    // Resume at low_all (the slowest live rank's clock; with no rank live,
+    // the highest clock any rank completed), or the rank's own if it is
+    // ahead: the barrier's low clock does not move back, and no clock is run
+    // again by a rank joining after the others were released from it — maybe
+    // by a bank retired since (fuzz/regressions/pipeline/epoch-split-late-join).
+    if (proto::ClockDiff(job.low_all, w.done) > 0) {
       w.done = job.low_all;
       w.released = true;
       w.rows_this_clock = 0;

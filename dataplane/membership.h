@@ -9,7 +9,8 @@
 // so a host that knows the key cannot take over a working rank. A rank that
 // was evicted or left is not live: the barrier no longer waits for it and
 // its packets are refused until it JOINs again, when it resumes at the
-// slowest live rank's clock (or its own, if ahead) from the switch's model.
+// slowest live rank's clock — with no rank live, the highest clock any rank
+// completed — or its own, if ahead, from the switch's model.
 //
 // REQUIRES: the caller holds job.mu exclusive (shared suffices for the
 // read-only checks, which INC and READ run).

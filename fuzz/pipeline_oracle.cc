@@ -397,6 +397,13 @@ void Oracle::CheckAuthenticated(size_t slot, const Snapshot& before, const Snaps
         const dataplane::WorkerTelemetry& w = ja.t.workers[h.worker];
         ORACLE_CHECK(*this, w.joined && w.live && w.addr == req.src && w.local == req.local,
                      "JOIN binds both addresses and revives");
+        // protocol.md JOIN: a rank that was not live resumes at
+        // max(own done, low_all), low_all being the highest completed clock
+        // when no rank is live; a live rank's JOIN changes nothing.
+        const dataplane::WorkerTelemetry& was = jb.t.workers[h.worker];
+        const uint32_t resume =
+            !was.live && proto::ClockDiff(jb.t.low, was.done) > 0 ? jb.t.low : was.done;
+        ORACLE_CHECK(*this, w.done == resume, "JOIN resumes at max(own done, low_all)");
         break;
       }
       case Op::kRead:

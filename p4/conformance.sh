@@ -6,7 +6,7 @@
 #
 # Both start the same static jobs through `serene-switch [--target bmv2]` and
 # run, against it:
-#   1. p4/smoke.py: 32 packet-level checks of one SYNC job of two ranks
+#   1. p4/smoke.py: 37 packet-level checks of one SYNC job of two ranks
 #      (JOIN, READ, INC, CLOCK, NACK, RELEASE fan-out, exact reads,
 #      saturation, LEAVE, eviction, rejoin);
 #   1b. p4/golden.py: the same exchange as golden packets, byte for byte

@@ -1080,8 +1080,11 @@ control SereneIngress(inout headers_t hdr, inout meta_t m, inout standard_metada
           rank_joined.write(m.rk, 1);
           rank_event(V_JOINS);
           if (m.gone == 1) {
-            /* Resume at max(own done, low_all): the barrier never moves back. */
-            if (m.live > 0 && S_AFTER(m.low, m.done)) {
+            /* Resume at max(own done, low_all): the barrier never moves back.
+             * With no rank live, low_all is the highest clock any rank
+             * completed (the pass sets it so): a rank joining then does not
+             * run clocks others were released from (membership.cc Join). */
+            if (S_AFTER(m.low, m.done)) {
               rank_done.write(m.rk, m.low + 1);
               rank_unreleased.write(m.rk, 0);
               rank_rows.write(m.rk, 0);

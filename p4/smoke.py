@@ -218,4 +218,17 @@ expect(a, "CLOCK(2) of rank 0 in a finished job -> RELEASE", op=RELEASE, clock=2
        flags=F_SATURATED | F_FINISHED)
 join(c, 1, "JOIN rank 1 from a new port after it left", op=JOIN_ACK, worker=1, clock=2,
      flags=F_SATURATED | F_FINISHED)
+
+# With no rank live, a rank that JOINs resumes at the highest clock any rank
+# completed, not at its own: it never runs a clock others were released from.
+a.sendto(pack(CLOCK, 0, clock=3, row=0), SWITCH)
+expect(a, "CLOCK(3) of rank 0 in a finished job -> RELEASE", op=RELEASE, clock=3,
+       flags=F_SATURATED | F_FINISHED)
+a.sendto(pack(LEAVE, 0, clock=3), SWITCH)
+expect(a, "LEAVE of rank 0", op=LEAVE, worker=0, clock=3, flags=F_SATURATED | F_FINISHED)
+c.sendto(pack(LEAVE, 1, clock=2), SWITCH)
+expect(c, "LEAVE of rank 1: no rank is live", op=LEAVE, worker=1, clock=2,
+       flags=F_SATURATED | F_FINISHED)
+join(b, 1, "JOIN rank 1 with no rank live: resumes at clock 3", op=JOIN_ACK, worker=1, clock=3,
+     flags=F_SATURATED | F_FINISHED)
 print(f"smoke: {checks} checks passed")

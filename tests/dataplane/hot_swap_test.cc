@@ -337,5 +337,43 @@ TEST(HotSwap, APendingChangeDoesNotRetireWhenEveryRankIsEvicted) {
   EXPECT_EQ(back[0].values[proto::release::kEpoch], 0) << "clock 1 is judged by one bank";
 }
 
+// Found by the pipeline fuzzer's oracle (epoch-split-late-join): ranks 1
+// and 2 evicted before they joined, rank 0 ran clocks 0-2 alone across a
+// change effective at clock 2, which retired the old bank; then rank 0 was
+// evicted too. A rank that never joined used to start
+// at clock 0 with nobody live and be released from it by the new bank,
+// while rank 0 had been released from clock 0 by the old one. It resumes at
+// the highest completed clock instead (protocol.md, JOIN).
+TEST(HotSwap, ARankJoiningWhenNoneIsLiveDoesNotRunAClockOthersWereReleasedFrom) {
+  Harness h;
+  h.CreateJob(TestJob(3, dataplane::BarrierParams::Sync(), 6, 3));
+  h.Join(0);
+  dataplane::Output out = dataplane::Output::ForBatch(1);
+  ASSERT_TRUE(h.pipeline().Evict(1, 1, h.now, &out).ok());
+  ASSERT_TRUE(h.pipeline().Evict(1, 2, h.now, &out).ok());
+  ASSERT_TRUE(h.pipeline().SetPolicy(1, dataplane::BarrierParams::Async(), 2u, h.now, &out).ok());
+  for (uint32_t c = 0; c <= 2; ++c) {
+    auto rel = OfOp(h.Step(0, c, std::vector<int32_t>(6, 1)), proto::Op::kRelease);
+    ASSERT_EQ(rel.size(), 1u) << "clock " << c;
+    EXPECT_EQ(rel[0].values[proto::release::kEpoch], c < 2 ? 0 : 1) << "clock " << c;
+  }
+  EXPECT_FALSE(h.Telemetry().swap_pending) << "rank 0, the only live rank, passed clock 2";
+  out.Clear();
+  ASSERT_TRUE(h.pipeline().Evict(1, 0, h.now, &out).ok());
+
+  auto acks = OfOp(h.Join(1), proto::Op::kJoinAck);
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].header.clock, 2u) << "rank 1 resumes at the highest completed clock";
+  EXPECT_EQ(acks[0].values[proto::join_ack::kDone], 2);
+  EXPECT_FALSE(acks[0].header.flags & proto::flags::kWaiting);
+  EXPECT_EQ(acks[0].values[proto::join_ack::kEpoch], 1) << "clock 3 is the new bank's";
+  auto rel = OfOp(h.Step(1, 3, std::vector<int32_t>(6, 1)), proto::Op::kRelease);
+  ASSERT_EQ(rel.size(), 1u);
+  EXPECT_EQ(rel[0].header.clock, 3u);
+  EXPECT_EQ(OfOp(h.Clock(1, 0, 0), proto::Op::kError).size(), 1u)
+      << "clock 0 is not this rank's any more: refused";
+  EXPECT_EQ(h.Telemetry().workers[1].done, 3u);
+}
+
 }  // namespace
 }  // namespace serene::testing
