@@ -13,9 +13,14 @@
 --   slow   1.3   a rank is persistently slow when its step EWMA (work_time)
 --                is > slow x the median step; it is one until its EWMA has
 --                been back under 1 + (slow - 1) / 2 (1.15) on 4 calls in a row
---   wait   0.1   the barrier "binds" when a rank spent more than this
---                fraction of the last period at it while the lag between
---                the ranks reached past W (under sync(): any such wait)
+--   wait   0.2   the barrier "binds" when a rank spent more than this
+--                fraction of the last `horizon` iterations at it while the
+--                lag between the ranks reached past W (under sync(): any
+--                such wait)
+--   horizon 32   the iterations (at least a period) over which waiting is
+--                judged: a short stall of one rank every few dozen steps
+--                (rank 0's evaluation) costs its share of them, not of the
+--                period it fell in
 --   hold   30    seconds without a binding wait and without a persistent
 --                straggler before the window may shrink
 --
@@ -42,12 +47,12 @@
 -- ones add their updates when they arrive without holding anybody back.
 --
 -- Every call (one per telemetry period):
---   binds      some live rank waited more than `wait` of the period (the
---              first call: of the job so far, its clocks x the median
---              iteration, so a job that waits from the start leaves SYNC at
---              the first call rather than the second) and the
---              largest lag of the last 8 snapshots is > W, or a rank is
---              waiting longer than a typical step right now with lag > W;
+--   binds      some live rank waited more than `wait` of the horizon (the
+--              last `horizon` median iterations, at least a period; until
+--              the calls span one, the waits since the job began, counted
+--              against a whole horizon) and the largest lag of the last 8
+--              snapshots is > W, or a rank is waiting longer than `wait` of
+--              the horizon right now with lag > W;
 --              under sync() the lag is not asked for (every wait is the
 --              barrier's, and a snapshot mostly finds the ranks level)
 --   persistent some live rank's work_time > slow x the median work_time,
@@ -88,16 +93,17 @@
 -- A parameter this script does not know is refused, not ignored: a typo
 -- (or one an earlier version had) would otherwise run the defaults unseen.
 for name in pairs(params) do
-  if not ({start = 1, max_w = 1, slow = 1, wait = 1, hold = 1})[name] then
+  if not ({start = 1, max_w = 1, slow = 1, wait = 1, hold = 1, horizon = 1})[name] then
     error("unknown parameter '" .. tostring(name) ..
-          "' (known: start, max_w, slow, wait, hold)", 0)
+          "' (known: start, max_w, slow, wait, hold, horizon)", 0)
   end
 end
 local start = params.start or 0
 local max_w = params.max_w or 64
 local slow = params.slow or 1.3
-local wait_fraction = params.wait or 0.1
+local wait_fraction = params.wait or 0.2
 local hold = params.hold or 30
+local horizon_iterations = params.horizon or 32
 local recovered = 1 + (slow - 1) / 2  -- hysteresis: a slower rank is one until below this
 -- A rank silent this many steps, and a whole period, is stalled (failed?),
 -- not slow. Until it is one or the other it is suspect and nothing changes:
@@ -125,7 +131,17 @@ local warmup = 2
 local cold = false        -- the last call was made before the start ended
 
 local prev_now = nil      -- t.now of the last call
-local prev_wait = {}      -- wait_total by rank at the last call
+-- {now, wait = {rank -> wait_total}} of the calls of the last horizon, oldest
+-- first (the first being at least a horizon old once the job is that old).
+-- Why a horizon, not the period: under sync() every rank waits for rank 0's
+-- evaluation of the test set (40 ms every 25 steps of 6, say); judged per
+-- period, that wait bound and the policy left SYNC at once for ssp(32), whose
+-- stale steps cost momentum hundreds of iterations. Over 32 iterations it is
+-- about its share (one or two evaluations: 12-19 %, under `wait`); a rank
+-- twice as slow makes the others wait half the time. A longer horizon
+-- averages the evaluations better but reacts later: at 64 iterations the
+-- demo's slow_worker waits bound a period later, 1.07 x ASYNC's time.
+local history = {}
 local lags = {}           -- max lag of the last few snapshots, oldest first
 local lag_snapshots = 8
 local calm_since = nil    -- t.now since when nothing bound and nobody was persistent
@@ -150,36 +166,38 @@ end
 function on_telemetry(t)
   local dt = prev_now and t.now - prev_now or 0
   local first = prev_now == nil
-  local waited, wait_now, max_lag = 0, 0, 0
+  local wait_now, max_lag = 0, 0
   local live = {}
+  local snapshot = {now = t.now, wait = {}}
   for _, r in ipairs(t.ranks) do
     if r.live then
       live[#live + 1] = r
-      -- The first call counts the waits since the job began.
-      local before = prev_wait[r.rank] or (first and 0 or nil)
-      if before and r.wait_total > before then
-        waited = math.max(waited, r.wait_total - before)
-      end
       if r.waiting then wait_now = math.max(wait_now, r.wait_now) end
       max_lag = math.max(max_lag, r.lag)
     end
-    prev_wait[r.rank] = r.wait_total
+    snapshot.wait[r.rank] = r.wait_total
   end
   prev_now = t.now
-  if first then  -- the job's age: its clocks x the median iteration
-    local its = {}
-    for _, r in ipairs(live) do
-      if r.iter_time > 0 then its[#its + 1] = r.iter_time end
-    end
-    if #its > 0 and t.high > 0 then dt = t.high * median(its) end
+  local its = {}
+  for _, r in ipairs(live) do
+    if r.iter_time > 0 then its[#its + 1] = r.iter_time end
+  end
+  local iteration = #its > 0 and median(its) or 0
+  history[#history + 1] = snapshot
+  if first and iteration > 0 and t.high > 0 then
+    -- The job began its clocks x the median iteration ago, nobody waiting yet.
+    dt = t.high * iteration
+    table.insert(history, 1, {now = t.now - dt, wait = {}})
   end
   lags[#lags + 1] = max_lag
   if #lags > lag_snapshots then table.remove(lags, 1) end
   if t.low < warmup then
     cold = true
+    history = {snapshot}
     return nil
   elseif cold then
     cold = false
+    history = {snapshot}
     return nil
   end
   if t.finished or t.swap_pending then return nil end
@@ -227,11 +245,22 @@ function on_telemetry(t)
 
   local w = t.rule.window  -- math.huge under async(), 0 under quorum
   local peak_lag = math.max(table.unpack(lags))
+  -- The waits of the horizon: since the newest call at least a horizon old.
+  -- Until the calls span one they are judged against a whole horizon: only
+  -- a wait that would bind over it binds.
+  local horizon = math.max(first and 0 or dt, horizon_iterations * (iteration > 0 and iteration or step))
+  while #history > 2 and t.now - history[2].now >= horizon do table.remove(history, 1) end
+  local base = history[1]
+  local span = math.max(t.now - base.now, horizon)
+  local waited = 0
+  for _, r in ipairs(live) do
+    waited = math.max(waited, r.wait_total - (base.wait[r.rank] or 0))
+  end
   -- Under sync() every wait is the barrier's doing, and a snapshot mostly
   -- finds the ranks released together (lag 0): the lag is not asked for.
   local binds = w < math.huge and
-      ((dt > 0 and waited > wait_fraction * dt and (w == 0 or peak_lag > w)) or
-       (wait_now > step and (w == 0 or max_lag > w)))
+      ((waited > wait_fraction * span and (w == 0 or peak_lag > w)) or
+       (wait_now > wait_fraction * horizon and (w == 0 or max_lag > w)))
   if suspect and not stalled then return nil end  -- a stop or a time slice: see next call
 
   if binds and not stalled then

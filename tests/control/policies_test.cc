@@ -131,10 +131,10 @@ TEST(PoliciesTest, UnknownParametersAreRefused) {
   auto adaptive = PolicyScript::LoadFile((kPolicies / "adaptive.lua").string(), {{"jump", "32"}});
   EXPECT_EQ(adaptive.status().code(), Status::Code::kInvalidArgument);
   EXPECT_THAT(adaptive.status().message(), HasSubstr("unknown parameter 'jump'"));
-  EXPECT_THAT(adaptive.status().message(), HasSubstr("known: start, max_w, slow, wait, hold"));
+  EXPECT_THAT(adaptive.status().message(), HasSubstr("known: start, max_w, slow, wait, hold, horizon"));
   auto scheduled = PolicyScript::LoadFile((kPolicies / "scheduled.lua").string(), {{"W", "10"}});
   EXPECT_THAT(scheduled.status().message(), HasSubstr("unknown parameter 'W'"));
-  for (const char* name : {"start", "max_w", "slow", "wait", "hold"}) {
+  for (const char* name : {"start", "max_w", "slow", "wait", "hold", "horizon"}) {
     EXPECT_TRUE(PolicyScript::LoadFile((kPolicies / "adaptive.lua").string(), {{name, "2"}}).ok())
         << name;
   }
@@ -205,7 +205,10 @@ constexpr int kRanks = 4;
 // returned rule in force by the next call (its swap retired).
 class AdaptiveTest : public ::testing::Test {
  protected:
-  void Load(const PolicyScript::Params& params = {}) {
+  // The horizon is one period (10 steps of kStep, the periods being 1 s)
+  // unless a test sets it: each call is judged on its own period's waits.
+  void Load(PolicyScript::Params params = {}) {
+    params.emplace("horizon", "10");
     script_ = LoadPolicy("adaptive.lua", params);
     ASSERT_NE(script_, nullptr);
     EXPECT_TRUE(script_->adaptive());
@@ -487,6 +490,8 @@ TEST_F(AdaptiveTest, UnderSyncAWaitBindsWhateverTheLag) {
 // so a wait gets a window, not a quorum that leaves a healthy rank out.
 TEST_F(AdaptiveTest, ASlowStartInTheEwmaIsNotAPersistentStraggler) {
   Load();
+  Calm();
+  Decide();
   Straggle(3, 3 * kStep);
   t_.mutable_ranks(3)->set_last_work_ns(Ns(kStep));  // the EWMA is 3 x, its last step 1 x
   Derive(&t_);
@@ -605,7 +610,7 @@ TEST_F(AdaptiveTest, TheFirstCallCountsTheWaitsSinceTheJobBegan) {
 // Calls before every live rank completed 2 clocks, and the call after them,
 // only take baselines; then the waits since count.
 TEST_F(AdaptiveTest, TheStartsWaitsAreNotJudged) {
-  Load();
+  Load({{"horizon", "0.5"}});  // 0.05 s: one period
   auto period = [&](int64_t done, double waited) {
     for (int i = 0; i < kRanks; ++i) {
       v1::RankTelemetry* r = t_.mutable_ranks(i);
@@ -663,7 +668,7 @@ TEST_F(AdaptiveTest, FromSyncABindingWaitGetsAWindow) {
     r->set_done(i == 2 ? 1000 : 1001);
     r->set_waiting(i != 2);
     r->set_wait_now_ns(i == 2 ? 0 : Ns(2 * kStep));
-    r->set_wait_total_ns(r->wait_total_ns() + (i == 2 ? 0 : Ns(0.2)));
+    r->set_wait_total_ns(r->wait_total_ns() + (i == 2 ? 0 : Ns(0.3)));
   }
   t_.mutable_ranks(2)->set_silent_ns(Ns(3 * kStep));
   Advance(1);
@@ -673,6 +678,50 @@ TEST_F(AdaptiveTest, FromSyncABindingWaitGetsAWindow) {
   const std::vector<std::string> log = script_->TakeLog();
   ASSERT_FALSE(log.empty());
   EXPECT_THAT(log[0], Not(HasSubstr("stalled")));
+}
+
+// Rank 0 evaluates the test set for 3 steps every 25 (0.3 s every 2.5 s)
+// and under sync() the others wait for it. Judged per period (0.5 s) that
+// wait binds and the policy leaves SYNC; over the default horizon of 32
+// iterations (3.2 s, at most two evaluations) it is under 20 % and SYNC
+// stays. A straggler twice as slow makes the others wait most of each
+// period: it binds at once, and is left out once persistent (third call).
+TEST_F(AdaptiveTest, AnEvaluationStallBindsPerPeriodButNotOverTheHorizon) {
+  auto run = [&](const char* horizon) {
+    Load({{"horizon", horizon}});
+    std::optional<PolicyDecision> first;
+    for (int call = 0; call < 20 && !first; ++call) {
+      const bool evaluating = call % 5 == 2;
+      for (int i = 0; i < kRanks; ++i) {
+        v1::RankTelemetry* r = t_.mutable_ranks(i);
+        r->set_work_ns(Ns(kStep));
+        r->set_last_work_ns(Ns(kStep));
+        r->set_silent_ns(Ns(kStep / 2));
+        r->set_done(1000 + call * 5);
+        r->set_waiting(evaluating && i != 0);
+        r->set_wait_now_ns(evaluating && i != 0 ? Ns(0.2) : 0);
+        r->set_wait_total_ns(r->wait_total_ns() + (evaluating && i != 0 ? Ns(0.3) : 0));
+      }
+      Advance(0.5);
+      first = Decide();
+    }
+    return first;
+  };
+  const auto per_period = run("5");
+  ASSERT_TRUE(per_period.has_value()) << "0.3 s of 0.5 binds";
+  EXPECT_EQ(per_period->rule, BarrierParams::Ssp(32));
+  SetUp();
+  EXPECT_EQ(run("32"), std::nullopt) << "0.3 s of 3.2 does not";
+
+  SetUp();
+  Load({{"horizon", "32"}});  // the default
+  for (int call = 0; call < 4; ++call) {
+    Calm();
+    EXPECT_EQ(Decide(), std::nullopt);
+  }
+  const auto d = StraggleUntilPersistent(3, 2 * kStep);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->rule, BarrierParams::Quorum(3, BarrierParams::kUnbounded));
 }
 
 TEST_F(AdaptiveTest, MaxWCapsTheWindowBeforeAsync) {
