@@ -134,13 +134,13 @@ local prev_now = nil      -- t.now of the last call
 -- {now, wait = {rank -> wait_total}} of the calls of the last horizon, oldest
 -- first (the first being at least a horizon old once the job is that old).
 -- Why a horizon, not the period: under sync() every rank waits for rank 0's
--- evaluation of the test set (40 ms every 25 steps of 6, say); judged per
--- period, that wait bound and the policy left SYNC at once for ssp(32), whose
--- stale steps cost momentum hundreds of iterations. Over 32 iterations it is
--- about its share (one or two evaluations: 12-19 %, under `wait`); a rank
+-- evaluation of the test set (25-40 ms every 25 steps in real runs); judged
+-- per period, that wait bound and the policy left SYNC at once for ssp(32),
+-- whose stale steps cost momentum hundreds of iterations. Over 32 iterations
+-- it weighs about its share (one or two evaluations, under `wait`); a rank
 -- twice as slow makes the others wait half the time. A longer horizon
 -- averages the evaluations better but reacts later: at 64 iterations the
--- demo's slow_worker waits bound a period later, 1.07 x ASYNC's time.
+-- demo's slow_worker waits bind a period later (docs/policies.md).
 local history = {}
 local lags = {}           -- max lag of the last few snapshots, oldest first
 local lag_snapshots = 8
