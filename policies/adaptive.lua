@@ -157,6 +157,15 @@ local function median(xs)
   return (xs[n // 2] + xs[n // 2 + 1]) / 2
 end
 
+-- The median of field over the ranks of rs that measured it (> 0); 0 if none did.
+local function median_of(rs, field)
+  local xs = {}
+  for _, r in ipairs(rs) do
+    if r[field] > 0 then xs[#xs + 1] = r[field] end
+  end
+  return #xs > 0 and median(xs) or 0
+end
+
 local function window(w)
   if w == math.huge or w > max_w then return async() end
   if w <= 0 then return sync() end
@@ -164,8 +173,7 @@ local function window(w)
 end
 
 function on_telemetry(t)
-  local dt = prev_now and t.now - prev_now or 0
-  local first = prev_now == nil
+  local dt = prev_now and t.now - prev_now or 0  -- the period; 0 on the first call
   local wait_now, max_lag = 0, 0
   local live = {}
   local snapshot = {now = t.now, wait = {}}
@@ -177,17 +185,21 @@ function on_telemetry(t)
     end
     snapshot.wait[r.rank] = r.wait_total
   end
-  prev_now = t.now
-  local its = {}
-  for _, r in ipairs(live) do
-    if r.iter_time > 0 then its[#its + 1] = r.iter_time end
-  end
-  local iteration = #its > 0 and median(its) or 0
+  local iteration = median_of(live, "iter_time")
+  local step = median_of(live, "work_time")
   history[#history + 1] = snapshot
-  if first and iteration > 0 and t.high > 0 then
+  if prev_now == nil and iteration > 0 and t.high > 0 then
     -- The job began its clocks x the median iteration ago, nobody waiting yet.
-    dt = t.high * iteration
-    table.insert(history, 1, {now = t.now - dt, wait = {}})
+    local age = t.high * iteration
+    table.insert(history, 1, {now = t.now - age, wait = {}})
+  end
+  prev_now = t.now
+  -- The waits of the horizon: since the newest call at least a horizon old.
+  -- Until the calls span one they are judged against a whole horizon: only
+  -- a wait that would bind over it binds.
+  local horizon = math.max(dt, horizon_iterations * (iteration > 0 and iteration or step))
+  if horizon > 0 then
+    while #history > 2 and t.now - history[2].now >= horizon do table.remove(history, 1) end
   end
   lags[#lags + 1] = max_lag
   if #lags > lag_snapshots then table.remove(lags, 1) end
@@ -202,12 +214,7 @@ function on_telemetry(t)
   end
   if t.finished or t.swap_pending then return nil end
 
-  local works = {}
-  for _, r in ipairs(live) do
-    if r.work_time > 0 then works[#works + 1] = r.work_time end
-  end
-  if #works == 0 then return nil end  -- no step measured yet
-  local step = median(works)
+  if step == 0 then return nil end  -- no step measured yet
   local persistent = {}  -- the live ranks persistently slow now
   local candidate = false  -- a live rank slow on this call, not yet on 3 in a row
   local stalled, suspect = false, false
@@ -245,11 +252,6 @@ function on_telemetry(t)
 
   local w = t.rule.window  -- math.huge under async(), 0 under quorum
   local peak_lag = math.max(table.unpack(lags))
-  -- The waits of the horizon: since the newest call at least a horizon old.
-  -- Until the calls span one they are judged against a whole horizon: only
-  -- a wait that would bind over it binds.
-  local horizon = math.max(first and 0 or dt, horizon_iterations * (iteration > 0 and iteration or step))
-  while #history > 2 and t.now - history[2].now >= horizon do table.remove(history, 1) end
   local base = history[1]
   local span = math.max(t.now - base.now, horizon)
   local waited = 0
