@@ -42,104 +42,112 @@ from evidence_lib.soak import record_soak
 from evidence_lib.tables import tables
 from evidence_lib.validation import record_validation
 
+# The subcommands: (name, help, function, [(flags, add_argument's keywords)]).
+OUT = (("out",), {})
+COMMANDS = [
+    ("record-sim", "records a serene-sim --seeds output (or several: the parts of one sweep)",
+     record_sim,
+     [(("out",), dict(nargs="+")),
+      (("--commit",), dict(help="the commit the sweep ran at, if not HEAD (a sweep recorded "
+                           "after later commits that do not change what it measures)")),
+      (("--figure",), dict(required=True)),
+      (("--scenario",), dict(required=True)),
+      (("--label",), dict(action="append",
+                          help="record only the runs with this label (repeat for more; labels "
+                          "may hold commas, as QUORUM(3,inf) does)")),
+      (("--merge",), dict(action="store_true", help="keep the scenario's other records; "
+                          "replace only the same seed and label"))]),
+    ("record-experiment", "records one serene-experiment output",
+     record_experiment,
+     [OUT,
+      (("--figure",), dict(required=True)),
+      (("--scenario",), dict(required=True)),
+      (("--seed",), dict(type=int, required=True)),
+      (("--commit",), dict(help="the commit the run was made at, if not HEAD")),
+      (("--fresh",), dict(action="store_true",
+                          help="drop the scenario's earlier records (the first seed of a "
+                          "sweep)"))]),
+    ("record-validation", "records a scripts/sim_validation.sh output of one size (OUT/nN)",
+     record_validation,
+     [OUT,
+      (("--scenario",), dict(required=True, help="n4 or n8")),
+      (("--commit",), dict(help="the commit the runs were made at, if not HEAD"))]),
+    ("record-bench", "records a Google Benchmark JSON output (--benchmark_out_format=json) in "
+     "docs/data/micro.jsonl",
+     record_bench,
+     [OUT,
+      (("--binary",), dict(help="the benchmark binary's name (default: from the output)"))]),
+    ("record-scale", "records a scripts/scale_sweep.sh output (OUT.jsonl) in "
+     "docs/data/scale.jsonl",
+     record_scale,
+     [OUT]),
+    ("plot-scale", "draws a scripts/scale_sweep.sh output (OUT.jsonl), recorded or not, as a "
+     "PNG",
+     plot_scale_sweep,
+     [OUT,
+      (("--png",), dict(required=True))]),
+    ("record-faults", "records a fault matrix run's rows (SERENE_FAULT_MATRIX_REPORT=FILE) in "
+     "docs/data/faults.jsonl",
+     record_faults,
+     [OUT]),
+    ("record-p4", "records one check of the P4 program in BMv2 from its output (reproduce.sh "
+     "--only p4)",
+     record_p4,
+     [OUT,
+      (("--check",), dict(required=True, choices=P4_CHECKS)),
+      (("--started",), dict(type=float, help="when the check started (seconds since the "
+                            "epoch): records its duration"))]),
+    ("record-time", "records how long one part of scripts/reproduce.sh took (reproduce.sh "
+     "calls it)",
+     record_time,
+     [(("--part",), dict(required=True, help="FIGURE:SCENARIO or FIGURE, as reproduce.sh "
+                         "--parts lists")),
+      (("--started",), dict(type=float, required=True,
+                            help="when the part started (seconds since the epoch)")),
+      (("--quick",), dict(action="store_true", help="a part of a --quick run"))]),
+    ("record-comm", "records a scripts/comm_sweep.sh output (OUT.jsonl)",
+     record_comm,
+     [OUT]),
+    ("record-pytorch", "records a scripts/pytorch_bench.py output (OUT/runs.jsonl) in "
+     "docs/data/pytorch.jsonl",
+     record_pytorch,
+     [OUT]),
+    ("record-python-vs-cpp", "records one seed of scripts/python_vs_cpp.sh --out OUT in "
+     "docs/data/python-vs-cpp.jsonl",
+     record_python_vs_cpp,
+     [OUT,
+      (("--seed",), dict(type=int, required=True)),
+      (("--fresh",), dict(action="store_true",
+                          help="drop the earlier seeds' records (the first seed of a sweep)"))]),
+    ("record-soak", "records a scripts/soak.sh run (OUT/summary.json) in docs/data/soak.jsonl",
+     record_soak,
+     [OUT,
+      (("--seconds",), dict(type=int, required=True, help="the run's --seconds"))]),
+    ("record-fuzz", "records scripts/fuzz.sh --summary FILE in docs/data/fuzz.jsonl",
+     record_fuzz,
+     [OUT]),
+    ("record-sanitizers", "records scripts/sanitizers.sh's summary "
+     "(SERENE_SANITIZERS_SUMMARY=FILE) in docs/data/sanitizers.jsonl",
+     record_sanitizers,
+     [OUT]),
+    ("tables", "rewrites every generated table in docs/",
+     tables,
+     [(("--check",), dict(action="store_true",
+                          help="change nothing; fail if a table differs from its records"))]),
+    ("plots", "redraws the plots made from docs/data",
+     plots,
+     []),
+]
+
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("record-sim", help="records a serene-sim --seeds output (or several: "
-                       "the parts of one sweep)")
-    s.add_argument("out", nargs="+")
-    s.add_argument("--commit", help="the commit the sweep ran at, if not HEAD (a sweep recorded "
-                   "after later commits that do not change what it measures)")
-    s.add_argument("--figure", required=True)
-    s.add_argument("--scenario", required=True)
-    s.add_argument("--label", action="append",
-                   help="record only the runs with this label (repeat for more; labels may "
-                   "hold commas, as QUORUM(3,inf) does)")
-    s.add_argument("--merge", action="store_true",
-                   help="keep the scenario's other records; replace only the same seed and label")
-    s.set_defaults(func=record_sim)
-    s = sub.add_parser("record-experiment", help="records one serene-experiment output")
-    s.add_argument("out")
-    s.add_argument("--figure", required=True)
-    s.add_argument("--scenario", required=True)
-    s.add_argument("--seed", type=int, required=True)
-    s.add_argument("--commit", help="the commit the run was made at, if not HEAD")
-    s.add_argument("--fresh", action="store_true",
-                   help="drop the scenario's earlier records (the first seed of a sweep)")
-    s.set_defaults(func=record_experiment)
-    s = sub.add_parser("record-validation",
-                       help="records a scripts/sim_validation.sh output of one size (OUT/nN)")
-    s.add_argument("out")
-    s.add_argument("--scenario", required=True, help="n4 or n8")
-    s.add_argument("--commit", help="the commit the runs were made at, if not HEAD")
-    s.set_defaults(func=record_validation)
-    s = sub.add_parser("record-bench", help="records a Google Benchmark JSON output "
-                       "(--benchmark_out_format=json) in docs/data/micro.jsonl")
-    s.add_argument("out")
-    s.add_argument("--binary", help="the benchmark binary's name (default: from the output)")
-    s.set_defaults(func=record_bench)
-    s = sub.add_parser("record-scale", help="records a scripts/scale_sweep.sh output "
-                       "(OUT.jsonl) in docs/data/scale.jsonl")
-    s.add_argument("out")
-    s.set_defaults(func=record_scale)
-    s = sub.add_parser("plot-scale", help="draws a scripts/scale_sweep.sh output (OUT.jsonl), "
-                       "recorded or not, as a PNG")
-    s.add_argument("out")
-    s.add_argument("--png", required=True)
-    s.set_defaults(func=plot_scale_sweep)
-    s = sub.add_parser("record-faults", help="records a fault matrix run's rows "
-                       "(SERENE_FAULT_MATRIX_REPORT=FILE) in docs/data/faults.jsonl")
-    s.add_argument("out")
-    s.set_defaults(func=record_faults)
-    s = sub.add_parser("record-p4", help="records one check of the P4 program in BMv2 from "
-                       "its output (reproduce.sh --only p4)")
-    s.add_argument("out")
-    s.add_argument("--check", required=True, choices=P4_CHECKS)
-    s.add_argument("--started", type=float,
-                   help="when the check started (seconds since the epoch): records its duration")
-    s.set_defaults(func=record_p4)
-    s = sub.add_parser("record-time", help="records how long one part of scripts/reproduce.sh "
-                       "took (reproduce.sh calls it)")
-    s.add_argument("--part", required=True, help="FIGURE:SCENARIO or FIGURE, as reproduce.sh "
-                   "--parts lists")
-    s.add_argument("--started", type=float, required=True,
-                   help="when the part started (seconds since the epoch)")
-    s.add_argument("--quick", action="store_true", help="a part of a --quick run")
-    s.set_defaults(func=record_time)
-    s = sub.add_parser("record-comm", help="records a scripts/comm_sweep.sh output (OUT.jsonl)")
-    s.add_argument("out")
-    s.set_defaults(func=record_comm)
-    s = sub.add_parser("record-pytorch", help="records a scripts/pytorch_bench.py output "
-                       "(OUT/runs.jsonl) in docs/data/pytorch.jsonl")
-    s.add_argument("out")
-    s.set_defaults(func=record_pytorch)
-    s = sub.add_parser("record-python-vs-cpp", help="records one seed of "
-                       "scripts/python_vs_cpp.sh --out OUT in docs/data/python-vs-cpp.jsonl")
-    s.add_argument("out")
-    s.add_argument("--seed", type=int, required=True)
-    s.add_argument("--fresh", action="store_true",
-                   help="drop the earlier seeds' records (the first seed of a sweep)")
-    s.set_defaults(func=record_python_vs_cpp)
-    s = sub.add_parser("record-soak", help="records a scripts/soak.sh run (OUT/summary.json) "
-                       "in docs/data/soak.jsonl")
-    s.add_argument("out")
-    s.add_argument("--seconds", type=int, required=True, help="the run's --seconds")
-    s.set_defaults(func=record_soak)
-    s = sub.add_parser("record-fuzz", help="records scripts/fuzz.sh --summary FILE in "
-                       "docs/data/fuzz.jsonl")
-    s.add_argument("out")
-    s.set_defaults(func=record_fuzz)
-    s = sub.add_parser("record-sanitizers", help="records scripts/sanitizers.sh's summary "
-                       "(SERENE_SANITIZERS_SUMMARY=FILE) in docs/data/sanitizers.jsonl")
-    s.add_argument("out")
-    s.set_defaults(func=record_sanitizers)
-    s = sub.add_parser("tables", help="rewrites every generated table in docs/")
-    s.add_argument("--check", action="store_true",
-                   help="change nothing; fail if a table differs from its records")
-    s.set_defaults(func=tables)
-    s = sub.add_parser("plots", help="redraws the plots made from docs/data")
-    s.set_defaults(func=plots)
+    for name, what, func, arguments in COMMANDS:
+        s = sub.add_parser(name, help=what)
+        for flags, kwargs in arguments:
+            s.add_argument(*flags, **kwargs)
+        s.set_defaults(func=func)
     args = p.parse_args()
     args.func(args)
 
