@@ -9,11 +9,11 @@
 # them under results/.
 #   bash scripts/demo.sh            # the embedded default scenario
 #   bash scripts/demo.sh --quick    # any serene-experiment flags are passed on
-#   bash scripts/demo.sh --scenario slowdown   # experiments/slowdown.toml: where
+#   bash scripts/demo.sh --scenario slowdown-floor   # the second demo
+#                                   # (experiments/slowdown-floor.toml, ~7 min): where
 #                                   # staleness costs and a rank slows a third of the
-#                                   # way; the adaptive policy wins in the simulator
-#                                   # (docs/results.md), not yet with real processes
-#                                   # on 2 cores (docs/experiments.md)
+#                                   # way, so no fixed policy is right throughout
+#                                   # (docs/experiments.md)
 # SERENE_STOP_AFTER_CONFIGURE=1 stops after the install check and the configure
 # step (the clean-clone test, tests/scripts/clean_clone_test.sh).
 set -euo pipefail

@@ -8,7 +8,8 @@ import json
 import os
 import unittest
 
-from scratch_data import ScratchDataTest, evidence
+from scratch_data import ScratchDataTest
+from evidence_lib import baselines, common, python_api, run_records, tables
 
 
 def run(label, jct, iterations=750, curve=None, ranks=(750, 750, 750, 750)):
@@ -33,16 +34,16 @@ class BaselinesTest(ScratchDataTest):
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "results.json"), "w") as f:
             json.dump({"runs": runs}, f)
-        evidence.record_experiment(type("A", (), dict(out=out, figure="demo-real",
-                                                     scenario=scenario, seed=seed, commit=None,
-                                                     fresh=seed == 1))())
+        run_records.record_experiment(type("A", (), dict(out=out, figure="demo-real",
+                                                        scenario=scenario, seed=seed,
+                                                        commit=None, fresh=seed == 1))())
 
     def test_sync_over_each_gloo_run_is_paired_by_seed(self):
         # Seed 1: SYNC 5 s, Gloo 10 s, halving-doubling 6 s; seed 2 in the
         # reverse order: 6, 8, 5.
         self.record(1, [run("SYNC", 5), run("Gloo", 10), run("Gloo(halving-doubling)", 6)])
         self.record(2, [run("Gloo(halving-doubling)", 5), run("Gloo", 8), run("SYNC", 6)])
-        table = evidence.table_baselines()
+        table = baselines.table_baselines()
         self.assertEqual(cells(table, "Serene SYNC")[1], "5.50 (5.00–6.00)")
         self.assertEqual(cells(table, "Gloo")[2:6], ["4.00 (4.00–4.00)", "6.00 (6.00–6.00)",
                                                      "60.0 (60.0–60.0)", "50 (50–50)"])
@@ -55,7 +56,7 @@ class BaselinesTest(ScratchDataTest):
         b = [(0, 0.17), (100, 0.79), (200, 0.80)]
         self.record(1, [run("SYNC", 5, 300, a), run("Gloo", 9, 300, a)])
         self.record(2, [run("SYNC", 5, 200, b), run("Gloo", 9, 200, b)])
-        table = evidence.table_training_curve()
+        table = baselines.table_training_curve()
         self.assertEqual(cells(table, "100"), ["100"] + ["0.7800 (0.7700–0.7900)"] * 2)
         self.assertEqual([line.split("|")[1].strip() for line in table
                           if line.startswith("| ") and line[2].isdigit()], ["0", "100", "200"])
@@ -63,14 +64,14 @@ class BaselinesTest(ScratchDataTest):
         self.assertIn("Largest difference between two runs of one seed at one evaluation: "
                       "0.0000.", "\n".join(table))
         self.record(3, [run("SYNC", 5, 200, b), run("Gloo", 9, 200, [(0, 0.17), (100, 0.7912)])])
-        self.assertIn("at one evaluation: 0.0012.", "\n".join(evidence.table_training_curve()))
+        self.assertIn("at one evaluation: 0.0012.", "\n".join(baselines.table_training_curve()))
 
     def test_a_persistent_straggler_shows_each_ranks_iterations(self):
         for seed in (1, 2):
             self.record(seed, [run("SYNC", 19), run("ASYNC", 10, 800, ranks=(800, 974, 981, 360 +
                                                                              seed))],
                         scenario="straggler")
-        table = evidence.generators()["demo-real-straggler"]()
+        table = tables.generators()["demo-real-straggler"]()
         head = [c.strip() for c in table[2].strip("|").split("|")]
         row = dict(zip(head, cells(table, "ASYNC")))
         self.assertEqual(row["iterations per rank"], "800, 974, 981, 362")
@@ -93,11 +94,11 @@ class PythonFiguresTest(ScratchDataTest):
                         "comm_s_per_step": 2 * comm if comm else float("nan"),
                         "time_to_target_s": 20.0 if rep == 1 else None,
                         "final_accuracy": 0.81}) + "\n")
-        evidence.record_pytorch(type("A", (), dict(out=path))())
-        records = evidence.read_records("pytorch")
+        python_api.record_pytorch(type("A", (), dict(out=path))())
+        records = common.read_records("pytorch")
         self.assertEqual(len(records), 6)
         self.assertTrue(all(r["commit"] and r["cpu"] for r in records))
-        table = evidence.table_pytorch()
+        table = python_api.table_pytorch()
         self.assertEqual(cells(table, "ddp-gloo")[1:6], ["2", "100.0 (100.0–100.0)", "–", "–",
                                                         "20.0 (1/2)"])
         self.assertIn("(median step) over ddp-gloo-timed's, paired by repetition: "
@@ -116,26 +117,26 @@ class PythonFiguresTest(ScratchDataTest):
         return out
 
     def test_the_python_example_is_held_to_half_a_point_at_every_seed(self):
-        record = lambda seed, fresh: evidence.record_python_vs_cpp(type("A", (), dict(
+        record = lambda seed, fresh: python_api.record_python_vs_cpp(type("A", (), dict(
             out=self.write_pair(seed, 0.8447, 0.8447 + 0.001 * seed), seed=seed,
             fresh=fresh))())
         record(1, True)
         record(2, False)
-        text = "\n".join(evidence.table_python_vs_cpp())
+        text = "\n".join(python_api.table_python_vs_cpp())
         self.assertIn("| 2 | 1000 | 0.8447 | 0.8467 | +0.20 pt |", text)
         self.assertIn("Largest difference 0.20 pt over 2 seeds; goal within 0.5 pt at every "
                       "seed: met.", text)
-        evidence.record_python_vs_cpp(type("A", (), dict(
+        python_api.record_python_vs_cpp(type("A", (), dict(
             out=self.write_pair(3, 0.8447, 0.8387), seed=3, fresh=False))())
         self.assertIn("0.60 pt over 3 seeds; goal within 0.5 pt at every seed: not met.",
-                      "\n".join(evidence.table_python_vs_cpp()))
+                      "\n".join(python_api.table_python_vs_cpp()))
 
     def test_a_missing_output_is_refused_with_what_writes_it(self):
         with self.assertRaises(SystemExit):
-            evidence.record_python_vs_cpp(type("A", (), dict(
+            python_api.record_python_vs_cpp(type("A", (), dict(
                 out=os.path.join(self.tmp.name, "none"), seed=1, fresh=True))())
         with self.assertRaises(SystemExit):
-            evidence.record_pytorch(type("A", (), dict(out=os.path.join(self.tmp.name, "x")))())
+            python_api.record_pytorch(type("A", (), dict(out=os.path.join(self.tmp.name, "x")))())
 
 
 if __name__ == "__main__":

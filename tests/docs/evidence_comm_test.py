@@ -10,7 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "scripts"))
-import evidence  # noqa: E402
+from evidence_lib import comm, common  # noqa: E402
 from scratch_data import ScratchDataTest  # noqa: E402
 
 
@@ -28,16 +28,16 @@ class CommFigureTest(ScratchDataTest):
         path = os.path.join(self.tmp.name, "sweep.jsonl")
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
-        evidence.record_comm(argparse.Namespace(out=path))
+        comm.record_comm(argparse.Namespace(out=path))
 
     def row(self, workers, elements, row):
         prefix = f"| {workers} | {elements:,} | {row} |"
-        rows = [line for line in evidence.table_comm() if line.startswith(prefix)]
-        self.assertEqual(len(rows), 1, evidence.table_comm())
+        rows = [line for line in comm.table_comm() if line.startswith(prefix)]
+        self.assertEqual(len(rows), 1, comm.table_comm())
         return rows[0]
 
     def test_no_records_says_how_to_make_them(self):
-        self.assertIn("run scripts/reproduce.sh", evidence.table_comm()[0])
+        self.assertIn("run scripts/reproduce.sh", comm.table_comm()[0])
 
     def test_met_only_for_a_median_at_the_target_over_five_runs_at_four_workers(self):
         gloo = {"default": 20.0, "ring": 10.0}
@@ -69,7 +69,7 @@ class CommFigureTest(ScratchDataTest):
         gloo = {"default": 20.0, "ring": 10.0}
         self.record([bench_line(4, 1000, 362, 5.0, gloo), bench_line(4, 2000, 362, 6.0, gloo)])
         self.record([bench_line(4, 1000, 362, 7.0, gloo)])
-        records = evidence.read_records("comm")
+        records = common.read_records("comm")
         self.assertEqual(sorted((r["elements"], r["serene_ms"]) for r in records),
                          [(1000, 7.0), (2000, 6.0)])
         for key in ("commit", "cpu", "cores", "kernel", "date"):

@@ -10,7 +10,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "scripts"))
-import evidence  # noqa: E402
+from evidence_lib import policies  # noqa: E402
 
 
 def rec(seed, label, jct, wait, barrier, accuracy=0.85, reached=True):
@@ -31,7 +31,7 @@ class PolicyTableTest(unittest.TestCase):
                rec(1, "ASYNC", 7.5, 1, 0), rec(2, "ASYNC", 12, 4, 0.4)]
 
     def test_every_column_is_paired_with_its_seeds_sync(self):
-        table = evidence.policy_table(self.RECORDS, waits=True)
+        table = policies.policy_table(self.RECORDS, waits=True)
         head = [c.strip() for c in table[2].strip("|").split("|")]
         row = dict(zip(head, cells(table, "ASYNC")))
         self.assertEqual(row["JCT % of SYNC"], "67.5 (60.0–75.0)")
@@ -40,7 +40,7 @@ class PolicyTableTest(unittest.TestCase):
         self.assertEqual(row["reached target"], "2/2")
 
     def test_the_papers_figure_stands_beside_ours(self):
-        table = evidence.policy_table(self.RECORDS, paper={"ASYNC": 55.5})
+        table = policies.policy_table(self.RECORDS, paper={"ASYNC": 55.5})
         head = [c.strip() for c in table[2].strip("|").split("|")]
         self.assertEqual(head[:3], ["run", "JCT % of SYNC", "paper"])
         self.assertEqual(cells(table, "ASYNC")[2], "55.5")
@@ -48,20 +48,20 @@ class PolicyTableTest(unittest.TestCase):
 
     def test_timing_only_runs_have_no_accuracy_or_target(self):
         timing = [dict(r, final_accuracy=None, reached=False) for r in self.RECORDS]
-        table = evidence.policy_table(timing, waits=True)
+        table = policies.policy_table(timing, waits=True)
         self.assertIn("Timing only", table[0])
         self.assertNotIn("final accuracy", table[2])
         self.assertNotIn("reached target", table[2])
         nan = [dict(r, final_accuracy=float("nan")) for r in self.RECORDS]
-        self.assertNotIn("final accuracy", evidence.policy_table(nan)[2])
+        self.assertNotIn("final accuracy", policies.policy_table(nan)[2])
 
     def test_the_verdict_holds_adaptive_to_the_best_fixed_policy(self):
         records = self.RECORDS + [rec(1, "ADAPTIVE", 7.5 * 1.02, 1, 0),
                                   rec(2, "ADAPTIVE", 12 * 1.10, 4, 0)]
-        line = evidence.adaptive_verdict(records, bound=1.05)[0]
+        line = policies.adaptive_verdict(records, bound=1.05)[0]
         self.assertIn("ASYNC: JCT ratio 1.060 (1.020–1.100)", line)
         self.assertIn("not met", line)
-        self.assertIn(": met", evidence.adaptive_verdict(records, bound=1.07)[0])
+        self.assertIn(": met", policies.adaptive_verdict(records, bound=1.07)[0])
 
 
 if __name__ == "__main__":

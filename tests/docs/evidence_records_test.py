@@ -16,7 +16,8 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "scripts"))
-import evidence  # noqa: E402
+from evidence_lib import (common, durations, faults, fuzz, micro, p4, run_records,  # noqa: E402
+                          sanitizers, scale, soak)
 from scratch_data import ScratchDataTest  # noqa: E402
 
 
@@ -35,10 +36,10 @@ class RecordersTest(ScratchDataTest):
         runs.append(dict(runs[0], run_type="aggregate", aggregate_name="median", real_time=1e9))
         out = self.write("b.json", json.dumps({"context": {"executable": "x/dataplane_bench"},
                                                "benchmarks": runs}))
-        evidence.record_bench(argparse.Namespace(out=out, binary=None))
-        records = evidence.read_records("micro")
+        micro.record_bench(argparse.Namespace(out=out, binary=None))
+        records = common.read_records("micro")
         self.assertEqual(len(records), 3)
-        table = evidence.table_micro("dataplane_bench")()
+        table = micro.table_micro("dataplane_bench")()
         row = [line for line in table if line.startswith("| `BM_IncRow/256` |")][0]
         self.assertIn("| 110 ns (100 ns–130 ns) |", row)
         self.assertIn("| 9.3 (7.9–10.2) |", row)
@@ -49,8 +50,8 @@ class RecordersTest(ScratchDataTest):
                                                "benchmarks": [{"name": "BM_X", "run_name": "BM_X",
                                                                "error_occurred": True}]}))
         with self.assertRaises(SystemExit):
-            evidence.record_bench(argparse.Namespace(out=out, binary=None))
-        self.assertEqual(evidence.read_records("micro"), [])
+            micro.record_bench(argparse.Namespace(out=out, binary=None))
+        self.assertEqual(common.read_records("micro"), [])
 
     def test_scale_points_are_medians_over_runs(self):
         lines = [{"ranks": 4, "run": i, "clocks": 400, "elements": 1000, "clocks_per_s": r,
@@ -58,8 +59,8 @@ class RecordersTest(ScratchDataTest):
                   "read_retransmits": 0, "clock_retransmits": c, "wall_s": 0.2}
                  for i, (r, c) in enumerate([(2000, 0), (2600, 3), (2400, 1)], 1)]
         out = self.write("s.jsonl", "\n".join(json.dumps(x) for x in lines) + "\n")
-        evidence.record_scale(argparse.Namespace(out=out))
-        row = [line for line in evidence.table_scale() if line.startswith("| 4 |")][0]
+        scale.record_scale(argparse.Namespace(out=out))
+        row = [line for line in scale.table_scale() if line.startswith("| 4 |")][0]
         self.assertIn("| 2400.0 (2000.0–2600.0) |", row)
         self.assertTrue(row.endswith("| 0 | 4 |"), row)
 
@@ -71,27 +72,27 @@ class RecordersTest(ScratchDataTest):
 """
 
     def test_fault_rows_are_summed_per_fault(self):
-        evidence.record_faults(argparse.Namespace(out=self.write("f.md", self.ROWS)))
-        self.assertEqual(len(evidence.read_records("faults")), 3)
-        summary = evidence.table_faults_summary()
+        faults.record_faults(argparse.Namespace(out=self.write("f.md", self.ROWS)))
+        self.assertEqual(len(common.read_records("faults")), 3)
+        summary = faults.table_faults_summary()
         self.assertIn("3 cases, 2 passed", summary[0])
         row = [line for line in summary if line.startswith("| sync |")][0]
         self.assertEqual(row, "| sync | `drop=0.05` | rx, tx, both | 1,2 | 30 | 2/3 | 0.24–9.00 | "
                               "11–80 | 68 | 1 | 2 | 2372 / 127 / 0 / 0 / 0 |")
-        cases = evidence.table_faults_cases()
+        cases = faults.table_faults_cases()
         self.assertIn("| sync | `drop=0.05` | both | 1 | 30 | FAILED | 9.00 | 80 | 5 | 1 | 2 | "
                       "10/1/0/0/0 | 20/2/0/0/0 |", cases)
 
     def test_a_malformed_fault_row_is_refused(self):
         bad = self.ROWS.replace("1784/97/0/0/0", "1784/97/0")
         with self.assertRaises(SystemExit):
-            evidence.record_faults(argparse.Namespace(out=self.write("f.md", bad)))
+            faults.record_faults(argparse.Namespace(out=self.write("f.md", bad)))
         with self.assertRaises(SystemExit):
-            evidence.record_faults(argparse.Namespace(out=self.write("g.md", "no rows\n")))
+            faults.record_faults(argparse.Namespace(out=self.write("g.md", "no rows\n")))
 
     def record_p4(self, check, text):
-        evidence.record_p4(argparse.Namespace(out=self.write(check + ".log", text), check=check,
-                                              started=None))
+        p4.record_p4(argparse.Namespace(out=self.write(check + ".log", text), check=check,
+                                        started=None))
 
     def test_p4_checks_are_recorded_from_their_outputs(self):
         self.record_p4("compile", "serene.p4 with SERENE_MAX_W=64: compiled, no warnings\n"
@@ -108,7 +109,7 @@ class RecordersTest(ScratchDataTest):
         self.record_p4("rate", "noise\n" + "".join(bench.format(s, b) for s, b in
                                                    [(600000, 2000), (500000, 1000),
                                                     (700000, 1400)]))
-        table = "\n".join(evidence.table_p4())
+        table = "\n".join(p4.table_p4())
         self.assertIn("| compile | `p4/compile_check.sh`: p4c-bm2-ss at SERENE_MAX_W = 64, 32 |",
                       table)
         self.assertIn("1. smoke.py; 2. golden packets | all 2 sections passed |", table)
@@ -123,7 +124,7 @@ class RecordersTest(ScratchDataTest):
                             ("rate", "serene-bench failed\n")):
             with self.assertRaises(SystemExit, msg=check):
                 self.record_p4(check, text)
-        self.assertEqual(evidence.read_records("p4"), [])
+        self.assertEqual(common.read_records("p4"), [])
 
     def sim_output(self, name, seeds):
         """A serene-sim --seeds output directory with one SYNC run per seed."""
@@ -138,25 +139,25 @@ class RecordersTest(ScratchDataTest):
 
     def test_a_sweep_run_in_several_processes_is_recorded_as_one_in_seed_order(self):
         g1, g2 = self.sim_output("g1", [1, 3, 10]), self.sim_output("g2", [2, 4])
-        evidence.record_sim(argparse.Namespace(out=[g1, g2], figure="policies-sim",
-                                               scenario="demo", commit=None, label=None,
-                                               merge=False))
-        records = evidence.read_records("policies-sim")
+        run_records.record_sim(argparse.Namespace(out=[g1, g2], figure="policies-sim",
+                                                  scenario="demo", commit=None, label=None,
+                                                  merge=False))
+        records = common.read_records("policies-sim")
         self.assertEqual([r["seed"] for r in records], [1, 2, 3, 4, 10])
         self.assertEqual([r["iterations"] for r in records], [100, 200, 300, 400, 1000])
         with self.assertRaises(SystemExit):  # a directory without results is refused
-            evidence.record_sim(argparse.Namespace(out=[g1, self.tmp.name], figure="policies-sim",
-                                                   scenario="demo", commit=None, label=None,
-                                                   merge=False))
-        self.assertEqual(len(evidence.read_records("policies-sim")), 5)
+            run_records.record_sim(argparse.Namespace(out=[g1, self.tmp.name],
+                                                      figure="policies-sim", scenario="demo",
+                                                      commit=None, label=None, merge=False))
+        self.assertEqual(len(common.read_records("policies-sim")), 5)
 
     def record_time(self, part, seconds, quick=False):
-        evidence.record_time(argparse.Namespace(part=part, started=time.time() - seconds,
-                                                quick=quick))
+        durations.record_time(argparse.Namespace(part=part, started=time.time() - seconds,
+                                                 quick=quick))
 
     def test_parts_times_add_up_to_a_full_and_a_quick_run(self):
-        parts = evidence.reproduce_parts(False)
-        quick = evidence.reproduce_parts(True)
+        parts = durations.reproduce_parts(False)
+        quick = durations.reproduce_parts(True)
         self.assertIn("policies-sim:cnn", parts)
         self.assertIn("comm", quick)
         self.assertLess(set(quick), set(parts))
@@ -164,7 +165,7 @@ class RecordersTest(ScratchDataTest):
         self.record_time("comm", 90, quick=True)
         self.record_time("policies-sim:demo", 3000)
         self.record_time("policies-sim:demo", 1200)  # a later run replaces the part's time
-        table = evidence.table_durations()
+        table = durations.table_durations()
         self.assertIn("| comm | 10 min |", "\n".join(table))
         self.assertIn("| policies-sim:demo | 20 min |", "\n".join(table))
         self.assertIn("| policies-sim:cnn | not timed yet | – |", table)
@@ -174,14 +175,14 @@ class RecordersTest(ScratchDataTest):
                       summary)
         for part in parts:
             self.record_time(part, 3600)
-        summary = [line for line in evidence.table_durations() if line.startswith("A full")][0]
+        summary = [line for line in durations.table_durations() if line.startswith("A full")][0]
         self.assertIn(f"A full run: {len(parts)} h 00 min, the sum of its {len(parts)} parts.",
                       summary)
 
     def test_a_part_reproduce_sh_does_not_have_is_refused(self):
         with self.assertRaises(SystemExit):
             self.record_time("policies-sim:nonesuch", 10)
-        self.assertEqual(evidence.read_records("durations"), [])
+        self.assertEqual(common.read_records("durations"), [])
 
     def test_a_soak_run_is_recorded_with_its_books(self):
         summary = {"seconds": 601, "rounds": 74, "runs_ok": 148, "runs": 148, "jobs": 2,
@@ -198,8 +199,8 @@ class RecordersTest(ScratchDataTest):
                                           "dropped": 363000, "duplicated": 0, "reordered": 0,
                                           "delayed": 0}}}
         path = self.write("summary.json", json.dumps(summary))
-        evidence.record_soak(argparse.Namespace(out=path, seconds=600))
-        [row] = [line for line in evidence.table_soak() if line.startswith("| `scripts")]
+        soak.record_soak(argparse.Namespace(out=path, seconds=600))
+        [row] = [line for line in soak.table_soak() if line.startswith("| `scripts")]
         self.assertIn("| 74 | 148/148 | 5,920 | 4,027,025 | 2,013,079 | 3,300,000 / 108,000 |",
                       row)
         self.assertIn("13.6 M / 7.3 M offered; 682 k / 363 k dropped", row)
@@ -207,21 +208,21 @@ class RecordersTest(ScratchDataTest):
         self.assertIn("28.9 MiB, last 29.9, max 30.0 MiB", row)
         # Books that do not balance say so.
         summary["exit_faults"]["tx"]["delivered"] -= 1
-        evidence.record_soak(argparse.Namespace(out=self.write("s2.json", json.dumps(summary)),
-                                                seconds=600))
-        self.assertEqual(len(evidence.read_records("soak")), 1)
-        self.assertIn("dropped: **no**", "\n".join(evidence.table_soak()))
+        soak.record_soak(argparse.Namespace(out=self.write("s2.json", json.dumps(summary)),
+                                            seconds=600))
+        self.assertEqual(len(common.read_records("soak")), 1)
+        self.assertIn("dropped: **no**", "\n".join(soak.table_soak()))
 
     def test_fuzz_runs_are_recorded_per_target_and_length(self):
         line = lambda target, seconds, execs, findings=0: json.dumps({
             "target": target, "seconds": seconds, "executions": execs, "edges": 1775,
             "features": 11339, "corpus_files": 1175, "corpus_bytes": 95232,
             "findings": findings}) + "\n"
-        evidence.record_fuzz(argparse.Namespace(out=self.write(
+        fuzz.record_fuzz(argparse.Namespace(out=self.write(
             "f1.jsonl", line("decode", 600, 62_700_000) + line("pipeline", 600, 229_000))))
-        evidence.record_fuzz(argparse.Namespace(out=self.write(
+        fuzz.record_fuzz(argparse.Namespace(out=self.write(
             "f2.jsonl", line("pipeline", 600, 231_000, findings=1))))
-        table = evidence.table_fuzz()
+        table = fuzz.table_fuzz()
         rows = [line for line in table if line.startswith("| decode") or
                 line.startswith("| pipeline")]
         self.assertEqual(len(rows), 2)  # the second pipeline run replaced the first
@@ -230,20 +231,20 @@ class RecordersTest(ScratchDataTest):
         self.assertIn("| pipeline | 600 s | 231.0 k | 385 |", rows[1])
         self.assertTrue(rows[1].endswith("| **yes** |"))
         with self.assertRaises(SystemExit):
-            evidence.record_fuzz(argparse.Namespace(out=self.write("empty.jsonl", "")))
+            fuzz.record_fuzz(argparse.Namespace(out=self.write("empty.jsonl", "")))
 
     def test_sanitizer_modes_are_recorded_with_their_counts(self):
         line = lambda mode, tests, failed, reports: json.dumps({
             "mode": mode, "passed": failed == 0 and reports == 0, "tests": tests,
             "failed": failed, "reports": reports, "build_s": 540, "tests_s": 178,
             "ctest_args": ""}) + "\n"
-        evidence.record_sanitizers(argparse.Namespace(out=self.write(
+        sanitizers.record_sanitizers(argparse.Namespace(out=self.write(
             "s.jsonl", line("asan", 643, 0, 0) + line("tsan", 277, 1, 2))))
-        table = evidence.table_sanitizers()
+        table = sanitizers.table_sanitizers()
         self.assertIn("| asan | passed | 643/643 passed | 0 | 9 min 00 s | 2 min 58 s |", table)
         self.assertIn("| tsan | **failed** | 276/277 passed | 2 |", "\n".join(table))
         with self.assertRaises(SystemExit):
-            evidence.record_sanitizers(argparse.Namespace(out=self.write("none.jsonl", "\n")))
+            sanitizers.record_sanitizers(argparse.Namespace(out=self.write("none.jsonl", "\n")))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "scripts"))
-import evidence  # noqa: E402
+from evidence_lib import common, validation  # noqa: E402
 from scratch_data import ScratchDataTest  # noqa: E402
 
 LABELS = [("SYNC", "sync"), ("ASYNC", "async")]
@@ -39,8 +39,8 @@ class ValidationFigureTest(ScratchDataTest):
                        [run(l, p, j) for (l, p), j in zip(LABELS, real)])
             for i, ((l, p), j) in enumerate(zip(LABELS, sim)):
                 self.write(f"{out}/sim-{seed}-{i}/results.json", [run(l, p, j)])
-        evidence.record_validation(argparse.Namespace(out=out, scenario="n4", commit="abc"))
-        return evidence.table_validation("n4")()
+        validation.record_validation(argparse.Namespace(out=out, scenario="n4", commit="abc"))
+        return validation.table_validation("n4")()
 
     def row(self, table, label):
         rows = [line for line in table if line.startswith(f"| {label} |")]
@@ -48,7 +48,7 @@ class ValidationFigureTest(ScratchDataTest):
         return rows[0]
 
     def test_no_records_says_how_to_make_them(self):
-        self.assertIn("scripts/sim_validation.sh", evidence.table_validation("n4")()[0])
+        self.assertIn("scripts/sim_validation.sh", validation.table_validation("n4")()[0])
 
     def test_within_three_points_by_the_median_of_paired_differences(self):
         # ASYNC real 70 / 80 / 60 % of SYNC; simulated 72 / 79 / 64: +2, -1, +4 -> median +2.
@@ -58,7 +58,7 @@ class ValidationFigureTest(ScratchDataTest):
         self.assertIn("| 70.0 (60.0–80.0) | 72.0 (64.0–79.0) | +2.0 (-1.0–+4.0) |", row)
         self.assertIn("| 6.20 (6.20–6.20) | 40 (40–40) |", row)  # compute ms/iter; eval 0.84 s / 21
         self.assertIn("Largest median difference: 2.0 pt. Within 3 points: met", "\n".join(table))
-        records = evidence.read_records("sim-validation")
+        records = common.read_records("sim-validation")
         self.assertEqual(len(records), 6)
         self.assertEqual({r["commit"] for r in records}, {"abc"})
 
@@ -71,7 +71,7 @@ class ValidationFigureTest(ScratchDataTest):
         out = os.path.join(self.tmp.name, "n4")
         self.write(f"{out}/real-1/results.json", [run("SYNC", "sync", 10)])
         with self.assertRaises(SystemExit):
-            evidence.record_validation(argparse.Namespace(out=out, scenario="n4", commit=None))
+            validation.record_validation(argparse.Namespace(out=out, scenario="n4", commit=None))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,103 @@
+"""The simulator against real runs (sim-validation): record-validation and
+its tables."""
+import glob
+import json
+import os
+import statistics
+
+from .common import (fail, fmt_range, machine, machines_line, no_records, read_records,
+                     replace_records)
+
+
+# The simulator against real runs (scripts/sim_validation.sh): per seed and
+# run, the real run's JCT and the same run's in serene-sim given the compute
+# and evaluation time the real one measured. Issue 30's goal: JCT as % of
+# SYNC within VALIDATION_BOUND points of the real runs' (median of the
+# per-seed differences).
+VALIDATION_BOUND = 3.0
+
+
+def record_validation(args):
+    """OUT holds real-S/ (serene-experiment) and sim-S-I/ (serene-sim, run I
+    of the real one) per seed S, and calibration-S.txt."""
+    m = machine()
+    if args.commit:
+        m["commit"] = args.commit
+    records = []
+    for real_path in sorted(glob.glob(os.path.join(args.out, "real-*", "results.json"))):
+        seed = int(os.path.basename(os.path.dirname(real_path)).split("-", 1)[1])
+        with open(real_path) as f:
+            real = json.load(f)
+        for i, run in enumerate(real["runs"]):
+            sim_path = os.path.join(args.out, f"sim-{seed}-{i}", "results.json")
+            if not os.path.exists(sim_path):
+                fail(f"no {sim_path}: the simulated twin of {run['label']}, seed {seed}")
+            with open(sim_path) as f:
+                sim = json.load(f)["runs"][0]
+            ev = run["ranks"][run["evaluating_rank"]]
+            records.append(dict(
+                m, figure="sim-validation", scenario=args.scenario, seed=seed,
+                source="serene-experiment + serene-sim", workers=real["scenario"]["workers"],
+                label=run["label"], policy=run["policy"], ok=run["ok"] and sim["ok"],
+                real_jct_s=run["job_completion_s"], sim_jct_s=sim["job_completion_s"],
+                real_iterations=run["iterations_rank0"], sim_iterations=sim["iterations_rank0"],
+                real_accuracy=run["final_accuracy"], sim_accuracy=sim["final_accuracy"],
+                real_reached=run["stop_reason"] == "target_reached",
+                sim_reached=sim["stop_reason"] == "target_reached",
+                compute_ms=round(1e3 * run["compute_per_iteration_s"], 3),
+                eval_ms=round(1e3 * ev["eval_s"] / max(1, len(run["timeline"])), 3),
+                real_policy_changes=[c["rule"] for c in run.get("policy_changes") or []],
+                sim_policy_changes=[c["rule"] for c in sim.get("policy_changes") or []]))
+    if not records:
+        fail(f"no real-*/results.json under {args.out} (a scripts/sim_validation.sh output)")
+    replace_records("sim-validation", args.scenario, records)
+
+
+def table_validation(scenario):
+    def gen():
+        records = [r for r in read_records("sim-validation") if r["scenario"] == scenario]
+        if not records:
+            return no_records("sim-validation", "scripts/sim_validation.sh on a quiet machine",
+                              scenario)
+        seeds = sorted({r["seed"] for r in records})
+        runs = {(r["seed"], r["label"]): r for r in records}
+        labels = list(dict.fromkeys(r["label"] for r in records))
+        lines = [f"{records[0]['workers']} ranks, {len(seeds)} seeds "
+                 f"({', '.join(str(s) for s in seeds)}); median (min–max) over seeds; the "
+                 "difference is the simulated ratio minus the real one, seed by seed.", "",
+                 "| run | real JCT % of SYNC | simulated | difference (pt) | real JCT (s) | "
+                 "simulated (s) | iterations real / simulated | compute ms/iter | "
+                 "evaluation ms |",
+                 "|---|---|---|---|---|---|---|---|---|"]
+        worst = 0.0
+        for label in labels:
+            real_pct, sim_pct, diff = [], [], []
+            for s in seeds:
+                a, b = runs.get((s, "SYNC")), runs.get((s, label))
+                if not (a and b and a["ok"] and b["ok"]):
+                    continue
+                rp = 100 * b["real_jct_s"] / a["real_jct_s"]
+                sp = 100 * b["sim_jct_s"] / a["sim_jct_s"]
+                real_pct.append(rp)
+                sim_pct.append(sp)
+                diff.append(sp - rp)
+            rs = [runs[(s, label)] for s in seeds if (s, label) in runs]
+            if diff:
+                worst = max(worst, abs(statistics.median(diff)))
+            f1 = lambda x: f"{x:.1f}"
+            lines.append("| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |".format(
+                label, fmt_range(real_pct, f1), fmt_range(sim_pct, f1),
+                fmt_range(diff, lambda x: f"{x:+.1f}"),
+                fmt_range([r["real_jct_s"] for r in rs], lambda x: f"{x:.2f}"),
+                fmt_range([r["sim_jct_s"] for r in rs], lambda x: f"{x:.2f}"),
+                fmt_range([r["real_iterations"] for r in rs], lambda x: f"{x:.0f}"),
+                fmt_range([r["sim_iterations"] for r in rs], lambda x: f"{x:.0f}"),
+                fmt_range([r["compute_ms"] for r in rs], lambda x: f"{x:.2f}"),
+                fmt_range([r["eval_ms"] for r in rs], lambda x: f"{x:.0f}")))
+        lines.append("")
+        lines.append(f"Largest median difference: {worst:.1f} pt. Within {VALIDATION_BOUND:.0f} "
+                     f"points: {'met' if worst <= VALIDATION_BOUND else 'not met'} (median).")
+        lines.append("")
+        lines.append(machines_line(records))
+        return lines
+    return gen
