@@ -332,15 +332,18 @@ if [[ $tables_only -eq 0 ]]; then
   # The Python API (docs/python.md): the Python example against serene-train,
   # seeds 1-5, and the PyTorch paths side by side, 5 interleaved runs of each
   # (not --quick).
+  # python_vs_cpp SEED: the Python example against serene-train at SEED,
+  # recorded; seed 1 replaces the earlier records (a sweep starts there).
+  python_vs_cpp() {
+    local seed=$1 fresh=()
+    [[ $seed -eq 1 ]] && fresh=(--fresh)
+    say "python: the example against serene-train, seed $seed (real processes)"
+    bash scripts/python_vs_cpp.sh --seed "$seed" --out "$scratch/py-vs-cpp-$seed" | tail -n 1
+    $PY scripts/evidence.py record-python-vs-cpp "$scratch/py-vs-cpp-$seed" --seed "$seed" \
+      "${fresh[@]}"
+  }
   if [[ $quick -eq 0 ]] && wanted python vs-cpp; then
-    fresh=--fresh
-    for seed in 1 2 3 4 5; do
-      say "python: the example against serene-train, seed $seed (real processes)"
-      bash scripts/python_vs_cpp.sh --seed "$seed" --out "$scratch/py-vs-cpp-$seed" | tail -n 1
-      $PY scripts/evidence.py record-python-vs-cpp "$scratch/py-vs-cpp-$seed" --seed "$seed" \
-        $fresh
-      fresh=
-    done
+    for seed in 1 2 3 4 5; do python_vs_cpp "$seed"; done
   fi
   if [[ $quick -eq 0 ]] && wanted python pytorch; then
     say "python: DDP and DistributedOptimizer against gloo, 6 configurations x 5 runs"
