@@ -86,7 +86,7 @@ def write_records(figure, records):
     return path
 
 
-def replace_records(figure, scenario, records, key=("scenario",)):
+def replace_records(figure, scenario, records):
     """Replaces the figure's records of `scenario` (one sweep) by `records`."""
     kept = [r for r in read_records(figure) if r.get("scenario") != scenario]
     path = write_records(figure, kept + records)

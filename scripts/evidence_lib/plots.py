@@ -15,9 +15,9 @@ from .scale import read_scale_sweep
 def plots(args):
     """JCT as % of SYNC per scenario and run, median with min–max bars (the
     policies-sim and paper-scale figures, and the two demos with real
-    processes); the comm figure's time per
-    iteration against model size; the adaptive policy's window over time;
-    the scale sweep."""
+    processes); the comm figure's time per iteration against model size;
+    the adaptive policy's window over time; the scale sweep; the PyTorch
+    paths' step and communication times."""
     plot_comm()
     plot_windows()
     plot_scale()
