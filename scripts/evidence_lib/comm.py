@@ -3,8 +3,8 @@ import json
 import os
 import statistics
 
-from .common import (ROOT, fail, fmt_range, machine, machines_line, no_records, read_records,
-                     write_records)
+from .common import (ROOT, fail, fmt_range, group_by, machine, machines_line, no_records,
+                     read_records, write_records)
 
 
 # Serene against Gloo (serene-bench comm, scripts/comm_sweep.sh): the issue-9
@@ -77,9 +77,7 @@ def table_comm():
     if not records:
         return no_records("comm", "scripts/reproduce.sh, or scripts/comm_sweep.sh --runs 5 and "
                           "evidence.py record-comm")
-    points = {}
-    for r in records:
-        points.setdefault(comm_point(r), []).append(r)
+    points = group_by(records, comm_point)
     f2 = lambda x: f"{x:.2f}"
     lines = [
         "Per point, Serene's time per iteration over Gloo's best allreduce's in the same run: "

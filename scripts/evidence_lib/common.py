@@ -119,11 +119,18 @@ def fmt_range(xs, f):
     return f"{f(med)} ({f(xs[0])}–{f(xs[-1])})"
 
 
-def by_scenario(records):
+def group_by(records, key):
+    """Records grouped by key(record), or by record[key] when key is a field name; groups keep
+    the records' order and appear in the order of their first record."""
+    get = key if callable(key) else (lambda r: r[key])
     out = {}
     for r in records:
-        out.setdefault(r["scenario"], []).append(r)
+        out.setdefault(get(r), []).append(r)
     return out
+
+
+def by_scenario(records):
+    return group_by(records, "scenario")
 
 
 def machines_line(records):

@@ -1,6 +1,7 @@
 """The fault matrix (faults): record-faults and its two tables."""
 
-from .common import fail, machine, machines_line, no_records, read_records, replace_records
+from .common import (fail, group_by, machine, machines_line, no_records, read_records,
+                     replace_records)
 
 
 # The fault matrix (tests/faults/fault_matrix_test.cc): one Markdown row per
@@ -61,9 +62,7 @@ def table_faults_summary():
     records = read_records("faults")
     if not records:
         return no_records("faults", "scripts/reproduce.sh --only faults")
-    groups = {}
-    for r in records:
-        groups.setdefault((r["policy"], r["fault"]), []).append(r)
+    groups = group_by(records, lambda r: (r["policy"], r["fault"]))
     lines = [f"{len(records)} cases, {sum(r['ok'] for r in records)} passed, one run of the "
              f"matrix, the cases one after another ({sum(r['wall_s'] for r in records):.0f} s of "
              "serene-bench).", "",

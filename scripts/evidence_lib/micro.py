@@ -4,7 +4,7 @@ import json
 import os
 import statistics
 
-from .common import (fail, fmt_range, machine, machines_line, no_records, read_records,
+from .common import (fail, fmt_range, group_by, machine, machines_line, no_records, read_records,
                      replace_records)
 
 
@@ -116,9 +116,7 @@ def table_micro(binary):
         records = [r for r in read_records("micro") if r["scenario"] == binary]
         if not records:
             return no_records("micro", "scripts/reproduce.sh --only micro", binary)
-        by = {}
-        for r in records:
-            by.setdefault(r["benchmark"], []).append(r)
+        by = group_by(records, "benchmark")
         reps = sorted({len(v) for v in by.values()})
         lines = [f"Time per iteration, median (min–max) over {'/'.join(map(str, reps))} "
                  "repetitions of one run; GB/s of values where the benchmark counts bytes.", "",

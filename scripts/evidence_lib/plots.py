@@ -6,7 +6,7 @@ import subprocess
 import tempfile
 
 from .comm import COMM_TARGET_WORKERS
-from .common import DOCS, ROOT, by_scenario, read_records
+from .common import DOCS, ROOT, by_scenario, group_by, read_records
 from .policies import pct_of_sync_by_label
 from .python_api import pytorch_by_config
 from .scale import read_scale_sweep
@@ -66,9 +66,7 @@ def plot_comm():
     records = [r for r in read_records("comm") if r["workers"] == COMM_TARGET_WORKERS]
     if not records:
         return
-    series = {}
-    for r in records:
-        series.setdefault((r["row"], r["elements"]), []).append(r)
+    series = group_by(records, lambda r: (r["row"], r["elements"]))
     rows = sorted({row for row, _ in series})
     with tempfile.TemporaryDirectory() as tmp:
         plots_ = []
@@ -109,9 +107,7 @@ def plot_scale(records=None, out=None):
         records = read_records("scale")
     if not records:
         return
-    by = {}
-    for r in records:
-        by.setdefault(r["ranks"], []).append(r)
+    by = group_by(records, "ranks")
     with tempfile.TemporaryDirectory() as tmp:
         dat = os.path.join(tmp, "scale.dat")
         with open(dat, "w") as f:

@@ -3,7 +3,7 @@ Python example against serene-train (record-python-vs-cpp)."""
 import json
 import os
 
-from .common import (fail, fmt_range, machine, machines_line, no_records, read_records,
+from .common import (fail, fmt_range, group_by, machine, machines_line, no_records, read_records,
                      replace_records)
 
 
@@ -42,10 +42,8 @@ PYTORCH_CONFIGS = ["ddp-gloo", "ddp-gloo-timed", "ddp-serene", "opt-sync", "opt-
 
 def pytorch_by_config(records):
     order = {c: i for i, c in enumerate(PYTORCH_CONFIGS)}
-    out = {}
-    for r in sorted(records, key=lambda r: (order.get(r["config"], len(order)), r["rep"])):
-        out.setdefault(r["config"], []).append(r)
-    return out
+    return group_by(sorted(records, key=lambda r: (order.get(r["config"], len(order)), r["rep"])),
+                    "config")
 
 
 def table_pytorch():

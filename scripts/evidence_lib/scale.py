@@ -2,7 +2,7 @@
 its table."""
 import json
 
-from .common import (fail, fmt_range, machine, machines_line, no_records, read_records,
+from .common import (fail, fmt_range, group_by, machine, machines_line, no_records, read_records,
                      replace_records)
 
 
@@ -37,9 +37,7 @@ def table_scale():
     records = read_records("scale")
     if not records:
         return no_records("scale", "scripts/reproduce.sh --only scale")
-    by = {}
-    for r in records:
-        by.setdefault(r["ranks"], []).append(r)
+    by = group_by(records, "ranks")
     runs = sorted({len(v) for v in by.values()})
     lines = [f"Median (min–max) over {'/'.join(map(str, runs))} runs of each point; re-sends "
              "summed over the runs.", "",
