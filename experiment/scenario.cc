@@ -474,7 +474,53 @@ Result<std::vector<RunSpec>> ParseRunList(std::string_view text) {
   return runs;
 }
 
-Result<Scenario> ParseScenarioToml(std::string_view text, std::string_view source) {
+namespace {
+
+// Files an `extends` chain may hold, the first one included: deeper is a
+// mistake (a cycle is refused by name before that).
+constexpr size_t kMaxExtendsChain = 8;
+
+Result<Scenario> LoadScenarioFileIn(const std::string& path, std::vector<std::string>* chain);
+
+// The scenario that `extends = "FILE"` names, FILE relative to the directory
+// of `source` (the extending document's path); `chain` holds the files
+// already being read, to refuse a cycle.
+Result<Scenario> LoadExtendedScenario(const toml::node& node, const std::string& source,
+                                      std::vector<std::string>* chain) {
+  const std::string where = source + ": extends";
+  const auto* name = node.as_string();
+  if (name == nullptr || name->get().empty()) {
+    return Status::InvalidArgument(where + " is " + TomlTypeName(node) +
+                                   ", expected the path of a scenario file, e.g. "
+                                   "extends = \"slowdown.toml\"");
+  }
+  const std::filesystem::path base =
+      std::filesystem::path(source).parent_path() / std::filesystem::path(name->get());
+  const std::string path = base.lexically_normal().string();
+  std::error_code ec;
+  const std::string canonical = std::filesystem::weakly_canonical(base, ec).string();
+  if (std::find(chain->begin(), chain->end(), canonical) != chain->end()) {
+    return Status::InvalidArgument(where + " = '" + name->get() + "': '" + path +
+                                   "' is already being read (a cycle of extends)");
+  }
+  if (chain->size() >= kMaxExtendsChain) {
+    return Status::InvalidArgument(where + " = '" + name->get() + "': more than " +
+                                   std::to_string(kMaxExtendsChain) +
+                                   " files in one chain of extends");
+  }
+  chain->push_back(canonical);
+  Result<Scenario> s = LoadScenarioFileIn(path, chain);
+  chain->pop_back();
+  if (!s.ok()) {
+    std::string msg = where + " = '" + name->get() + "': " + s.status().message();
+    return s.status().code() == Status::Code::kNotFound ? Status::NotFound(std::move(msg))
+                                                         : Status::InvalidArgument(std::move(msg));
+  }
+  return s;
+}
+
+Result<Scenario> ParseScenarioTomlIn(std::string_view text, std::string_view source,
+                                     std::vector<std::string>* chain) {
   const std::string src(source);
   Result<toml::table> parsed = ParseTomlDocument(text, source);
   if (!parsed.ok()) return parsed.status();
@@ -483,9 +529,15 @@ Result<Scenario> ParseScenarioToml(std::string_view text, std::string_view sourc
   // The [sim] table is the file's own: one without it leaves serene-sim's
   // defaults (a compute model measured here), not the embedded demo's.
   s.sim.clear();
+  if (const toml::node* extends = root.get("extends")) {
+    auto base = LoadExtendedScenario(*extends, src, chain);
+    if (!base.ok()) return base.status();
+    s = *std::move(base);
+  }
   for (auto&& [k, node] : root) {
     const std::string key(k.str());
     const std::string where = src + ": " + key;
+    if (key == "extends") continue;
     if (key == "run") {
       auto arr = node.as_array();
       if (arr == nullptr || !arr->is_array_of_tables() || arr->empty()) {
@@ -503,7 +555,8 @@ Result<Scenario> ParseScenarioToml(std::string_view text, std::string_view sourc
     if (key == "sim") {
       auto sim = ParseTomlSim(node, where);
       if (!sim.ok()) return sim.status();
-      s.sim = *sim;
+      // Key by key over the extended file's table (empty without extends).
+      for (auto& [name, value] : *sim) s.sim[name] = value;
       continue;
     }
     if (std::find(ScenarioKeys().begin(), ScenarioKeys().end(), key) == ScenarioKeys().end()) {
@@ -519,14 +572,32 @@ Result<Scenario> ParseScenarioToml(std::string_view text, std::string_view sourc
   return s;
 }
 
-Result<Scenario> LoadScenarioFile(const std::string& path) {
+Result<Scenario> LoadScenarioFileIn(const std::string& path, std::vector<std::string>* chain) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return Status::NotFound("cannot read scenario file '" + path + "': " + std::strerror(errno));
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return ParseScenarioToml(text.str(), path);
+  return ParseScenarioTomlIn(text.str(), path, chain);
+}
+
+// The chain of a document named `source`: its own file, when it is one.
+std::vector<std::string> ChainOf(std::string_view source) {
+  std::error_code ec;
+  return {std::filesystem::weakly_canonical(std::filesystem::path(source), ec).string()};
+}
+
+}  // namespace
+
+Result<Scenario> ParseScenarioToml(std::string_view text, std::string_view source) {
+  std::vector<std::string> chain = ChainOf(source);
+  return ParseScenarioTomlIn(text, source, &chain);
+}
+
+Result<Scenario> LoadScenarioFile(const std::string& path) {
+  std::vector<std::string> chain = ChainOf(path);
+  return LoadScenarioFileIn(path, &chain);
 }
 
 Status ValidateScenario(const Scenario& s) {

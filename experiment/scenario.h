@@ -20,8 +20,9 @@
 // documented in docs/experiments.md; ScenarioToToml writes it back.
 //
 // Pure functions over values, except that LoadScenarioFile reads the TOML
-// file and ResolvePolicyScript / ValidateScenario look for and load policy
-// scripts; thread-compatible.
+// file, ParseScenarioToml reads the file an `extends` key names, and
+// ResolvePolicyScript / ValidateScenario look for and load policy scripts;
+// thread-compatible.
 #pragma once
 
 #include <cstdint>
@@ -169,6 +170,12 @@ std::string DefaultLabel(
 // run an optional algorithm) replace the default runs; the [sim] table is
 // the file's own (none: empty, not the default's). Unknown keys and wrong
 // types are errors; `source` names the document in messages.
+//
+// `extends = "FILE"` starts from the scenario in FILE (a path relative to the
+// directory of `source`, read with LoadScenarioFile) instead of the default:
+// this document's keys override FILE's, its [[run]] tables replace FILE's
+// runs, and its [sim] keys override FILE's one by one. A cycle or a chain of
+// more than 8 files is refused; an unreadable FILE is NotFound.
 Result<Scenario> ParseScenarioToml(std::string_view text, std::string_view source);
 
 // Reads and parses a TOML file. Errors: NotFound if unreadable, else as above.

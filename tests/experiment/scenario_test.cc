@@ -603,6 +603,104 @@ TEST(ScenarioTest, SimTableIsKeptForTheSimulator) {
   EXPECT_FALSE(ParseScenarioToml("sim = 3\n", "t.toml").ok());
 }
 
+// `extends` starts from another file: scalars and [sim] keys override it one
+// by one, [[run]] tables replace its runs; a cycle, a missing file and a
+// non-string are refused with the chain in the message.
+TEST(ScenarioTest, ExtendsStartsFromAnotherFile) {
+  ScriptDir dir;
+  dir.Write("base.toml", R"toml(
+name = "base"
+workers = 8
+steps = 100
+[sim]
+compute_ms = 6
+jitter = 0.05
+[[run]]
+label = "SYNC"
+policy = "sync"
+[[run]]
+label = "SSP(2)"
+policy = "ssp:2"
+)toml");
+  const std::string child = dir.Write("child.toml", R"toml(
+name = "child"
+extends = "base.toml"
+steps = 200
+[sim]
+compute_ms = 40
+)toml");
+  auto s = LoadScenarioFile(child);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->name, "child");
+  EXPECT_EQ(s->workers, 8);
+  EXPECT_EQ(s->steps, 200);
+  EXPECT_EQ(s->sim, (std::map<std::string, std::string>{{"compute_ms", "40"}, {"jitter", "0.05"}}));
+  ASSERT_EQ(s->runs.size(), 2u);
+  EXPECT_EQ(s->runs[1].policy, "ssp:2");
+  // The written scenario is the merged one, with no extends left in it.
+  auto back = ParseScenarioToml(ScenarioToToml(*s), "round-trip");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(ScenarioToToml(*back), ScenarioToToml(*s));
+
+  // Relative to the extending file's directory, through two levels; runs replaced.
+  std::filesystem::create_directories(std::filesystem::path(child).parent_path() / "sub");
+  const std::string grandchild = dir.Write("sub/grandchild.toml", R"toml(
+extends = "../child.toml"
+[[run]]
+label = "ASYNC"
+policy = "async"
+)toml");
+  auto g = LoadScenarioFile(grandchild);
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_EQ(g->name, "child");
+  EXPECT_EQ(g->steps, 200);
+  EXPECT_EQ(g->sim.at("compute_ms"), "40");
+  ASSERT_EQ(g->runs.size(), 1u);
+  EXPECT_EQ(g->runs[0].label, "ASYNC");
+
+  const std::string self = dir.Write("self.toml", "extends = \"self.toml\"\n");
+  dir.Write("a.toml", "extends = \"b.toml\"\n");
+  const std::string b = dir.Write("b.toml", "extends = \"a.toml\"\n");
+  const std::string missing = dir.Write("missing.toml", "extends = \"nowhere.toml\"\n");
+  const std::string number = dir.Write("number.toml", "extends = 3\n");
+  const std::string bad_base = dir.Write("bad-base.toml", "workers = 0\n");
+  const std::string on_bad = dir.Write("on-bad.toml", "extends = \"bad-base.toml\"\n");
+  const std::pair<std::string, std::string> cases[] = {
+      {self, "self.toml: extends = 'self.toml': '"},
+      {b, "b.toml: extends = 'a.toml': " + (std::filesystem::path(b).parent_path() / "a.toml").string() +
+              ": extends = 'b.toml': '"},
+      {missing, "missing.toml: extends = 'nowhere.toml': cannot read scenario file"},
+      {number, "number.toml: extends is an integer, expected the path of a scenario file"},
+      {on_bad, "on-bad.toml: extends = 'bad-base.toml': "},
+  };
+  for (const auto& [file, message] : cases) {
+    SCOPED_TRACE(file);
+    auto r = LoadScenarioFile(file);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find(message), std::string::npos) << r.status().message();
+  }
+  EXPECT_NE(LoadScenarioFile(self).status().message().find("a cycle of extends"), std::string::npos);
+  EXPECT_NE(LoadScenarioFile(b).status().message().find("a cycle of extends"), std::string::npos);
+  EXPECT_EQ(LoadScenarioFile(missing).status().code(), Status::Code::kNotFound);
+  EXPECT_NE(LoadScenarioFile(on_bad).status().message().find("workers '0'"), std::string::npos)
+      << LoadScenarioFile(on_bad).status().message();
+
+  // A chain of 8 files loads; one of 9 is refused.
+  for (int i = 1; i < 9; ++i) {
+    dir.Write("chain" + std::to_string(i) + ".toml",
+              "extends = \"chain" + std::to_string(i + 1) + ".toml\"\n");
+  }
+  dir.Write("chain9.toml", "steps = 9\n");
+  auto eight = LoadScenarioFile(dir.Write("chain2.toml", "extends = \"chain3.toml\"\n"));
+  ASSERT_TRUE(eight.ok()) << eight.status().message();
+  EXPECT_EQ(eight->steps, 9);
+  auto nine = LoadScenarioFile(dir.Write("chain1.toml", "extends = \"chain2.toml\"\n"));
+  ASSERT_FALSE(nine.ok());
+  EXPECT_NE(nine.status().message().find("more than 8 files in one chain of extends"),
+            std::string::npos)
+      << nine.status().message();
+}
+
 // The scenario files shipped in experiments/ load and pass every check
 // (their policy scripts included); demo.toml is the embedded default.
 TEST(ScenarioTest, ShippedScenarioFilesLoadAndValidate) {
