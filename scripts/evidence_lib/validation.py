@@ -66,9 +66,9 @@ def table_validation(scenario):
                  f"({', '.join(str(s) for s in seeds)}); median (min–max) over seeds; the "
                  "difference is the simulated ratio minus the real one, seed by seed.", "",
                  "| run | real JCT % of SYNC | simulated | difference (pt) | real JCT (s) | "
-                 "simulated (s) | iterations real / simulated | compute ms/iter | "
-                 "evaluation ms |",
-                 "|---|---|---|---|---|---|---|---|---|"]
+                 "simulated (s) | iterations real / simulated | ms per iteration real / "
+                 "simulated | compute ms/iter | evaluation ms |",
+                 "|---|---|---|---|---|---|---|---|---|---|"]
         worst = 0.0
         for label in labels:
             real_pct, sim_pct, diff = [], [], []
@@ -85,13 +85,16 @@ def table_validation(scenario):
             if diff:
                 worst = max(worst, abs(statistics.median(diff)))
             f1 = lambda x: f"{x:.1f}"
-            lines.append("| {} | {} | {} | {} | {} | {} | {} / {} | {} | {} |".format(
+            per_iteration = lambda jct, its: [1e3 * r[jct] / r[its] for r in rs if r[its] > 0]
+            lines.append("| {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {} |".format(
                 label, fmt_range(real_pct, f1), fmt_range(sim_pct, f1),
                 fmt_range(diff, lambda x: f"{x:+.1f}"),
                 fmt_range([r["real_jct_s"] for r in rs], lambda x: f"{x:.2f}"),
                 fmt_range([r["sim_jct_s"] for r in rs], lambda x: f"{x:.2f}"),
                 fmt_range([r["real_iterations"] for r in rs], lambda x: f"{x:.0f}"),
                 fmt_range([r["sim_iterations"] for r in rs], lambda x: f"{x:.0f}"),
+                fmt_range(per_iteration("real_jct_s", "real_iterations"), lambda x: f"{x:.1f}"),
+                fmt_range(per_iteration("sim_jct_s", "sim_iterations"), lambda x: f"{x:.1f}"),
                 fmt_range([r["compute_ms"] for r in rs], lambda x: f"{x:.2f}"),
                 fmt_range([r["eval_ms"] for r in rs], lambda x: f"{x:.0f}")))
         lines.append("")
