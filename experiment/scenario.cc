@@ -560,7 +560,9 @@ Result<Scenario> ParseScenarioTomlIn(std::string_view text, std::string_view sou
       continue;
     }
     if (std::find(ScenarioKeys().begin(), ScenarioKeys().end(), key) == ScenarioKeys().end()) {
-      return SetScenarioValue(key, "", src, &s);  // the "unknown setting" message
+      // SetScenarioValue's "unknown setting" message, and what only a file takes.
+      return Status::InvalidArgument(SetScenarioValue(key, "", src, &s).message() +
+                                     "; a file also takes extends, [sim] and [[run]]");
     }
     auto value = ScalarText(node);
     if (!value) {

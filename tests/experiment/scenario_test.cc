@@ -332,7 +332,9 @@ backend = "gloo"
 
 TEST(ScenarioTest, TomlErrorsNameTheFileAndSetting) {
   const std::pair<const char*, const char*> cases[] = {
-      {"workers = 4\nwrokers = 2\n", "f.toml: unknown setting 'wrokers'"},
+      {"workers = 4\nwrokers = 2\n",
+       "f.toml: unknown setting 'wrokers' (expected name, workers, "},
+      {"wrokers = 2\n", "; a file also takes extends, [sim] and [[run]]"},
       {"workers = [4]\n", "f.toml: workers is an array"},
       {"workers = true\n", "f.toml: workers is a boolean"},
       {"workers = 0\n", "f.toml: workers '0': expected an integer 1..1024"},
