@@ -72,7 +72,7 @@
 #                  (~1 h; not quick). Real time.
 #   p4             the P4 program in BMv2 (docs/p4.md "Verified"): p4/compile_check.sh,
 #                  p4/conformance.sh against BMv2, p4/train.sh compare 20 and
-#                  5 runs of p4/bench.sh 100 (~15 min; not quick). Needs root
+#                  5 runs of p4/bench.sh 100 (~5 min; not quick). Needs root
 #                  and the P4 toolchain (scripts/p4-toolchain.sh); without
 #                  them it says so and records nothing.
 set -euo pipefail
