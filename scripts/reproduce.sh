@@ -69,7 +69,7 @@
 #   sim-validation the simulator against real runs (scripts/sim_validation.sh,
 #                  docs/simulator.md): the demo at 4 and 8 ranks, with and
 #                  without a compute floor, real and simulated, seeds 1-5
-#                  (~1 h; not quick). Real time.
+#                  (~50 min; not quick). Real time.
 #   p4             the P4 program in BMv2 (docs/p4.md "Verified"): p4/compile_check.sh,
 #                  p4/conformance.sh against BMv2, p4/train.sh compare 20 and
 #                  5 runs of p4/bench.sh 100 (~5 min; not quick). Needs root

@@ -8,7 +8,7 @@
 # in serene-sim with the compute time per iteration and the time per
 # evaluation that run measured, and records both, seed by seed, in
 # docs/data/sim-validation.jsonl (scripts/evidence.py record-validation).
-# Real time: run it on a quiet machine (~1 h on 2 cores for 5 seeds).
+# Real time: run it on a quiet machine (~50 min on 2 cores for 5 seeds).
 #   bash scripts/sim_validation.sh                          # n4, n8, n4-floor, n8-floor; seeds 1-5
 #   bash scripts/sim_validation.sh --sizes "4 8-floor" --seeds "1 2" --out /tmp/v
 #   bash scripts/sim_validation.sh --no-record              # outputs only, in --out
