@@ -526,8 +526,9 @@ Result<Scenario> ParseScenarioTomlIn(std::string_view text, std::string_view sou
   if (!parsed.ok()) return parsed.status();
   const toml::table& root = *parsed;
   Scenario s = DefaultScenario();
-  // The [sim] table is the file's own: one without it leaves serene-sim's
-  // defaults (a compute model measured here), not the embedded demo's.
+  // The [sim] table is the file's own (over the extended file's): one without
+  // it leaves serene-sim's defaults (a compute model measured here), not the
+  // embedded demo's.
   s.sim.clear();
   if (const toml::node* extends = root.get("extends")) {
     auto base = LoadExtendedScenario(*extends, src, chain);
