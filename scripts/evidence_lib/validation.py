@@ -93,8 +93,8 @@ def table_validation(scenario):
                 fmt_range([r["sim_jct_s"] for r in rs], lambda x: f"{x:.2f}"),
                 fmt_range([r["real_iterations"] for r in rs], lambda x: f"{x:.0f}"),
                 fmt_range([r["sim_iterations"] for r in rs], lambda x: f"{x:.0f}"),
-                fmt_range(per_iteration("real_jct_s", "real_iterations"), lambda x: f"{x:.1f}"),
-                fmt_range(per_iteration("sim_jct_s", "sim_iterations"), lambda x: f"{x:.1f}"),
+                fmt_range(per_iteration("real_jct_s", "real_iterations"), f1),
+                fmt_range(per_iteration("sim_jct_s", "sim_iterations"), f1),
                 fmt_range([r["compute_ms"] for r in rs], lambda x: f"{x:.2f}"),
                 fmt_range([r["eval_ms"] for r in rs], lambda x: f"{x:.0f}")))
         lines.append("")
