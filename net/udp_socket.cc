@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <poll.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -30,9 +31,31 @@ int SockaddrFamily(proto::Endpoint::Family f) {
 }
 
 static_assert(CMSG_SPACE(sizeof(in6_pktinfo)) + CMSG_SPACE(sizeof(in_pktinfo)) +
-                      CMSG_SPACE(sizeof(int)) <=
+                      CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(timespec)) <=
                   sizeof(ControlSlot),
-              "a ControlSlot holds the packet-info and segment-size control messages");
+              "a ControlSlot holds the packet-info, segment-size and timestamp control messages");
+
+// When the kernel received a message (SCM_TIMESTAMPNS, on CLOCK_REALTIME), on
+// the steady clock: `read_at` less how long before the read (`wall_now`) it
+// arrived. A message without a stamp, or stamped after the read (the wall
+// clock was stepped), arrived when it was read.
+std::chrono::steady_clock::time_point ArrivalOf(msghdr* hdr,
+                                                std::chrono::steady_clock::time_point read_at,
+                                                const timespec& wall_now) {
+  if (hdr->msg_control == nullptr) return read_at;
+  for (cmsghdr* c = CMSG_FIRSTHDR(hdr); c != nullptr; c = CMSG_NXTHDR(hdr, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS &&
+        c->cmsg_len >= CMSG_LEN(sizeof(timespec))) {
+      timespec stamp;
+      std::memcpy(&stamp, CMSG_DATA(c), sizeof(stamp));
+      const auto age = std::chrono::seconds(wall_now.tv_sec - stamp.tv_sec) +
+                       std::chrono::nanoseconds(wall_now.tv_nsec - stamp.tv_nsec);
+      if (age <= std::chrono::nanoseconds::zero()) return read_at;
+      return read_at - std::chrono::duration_cast<std::chrono::steady_clock::duration>(age);
+    }
+  }
+  return read_at;
+}
 
 // The segment size of a GRO train (UDP_GRO control message), 0 if none.
 size_t GroSegmentOf(msghdr* hdr) {
@@ -97,7 +120,8 @@ RecvBatch::RecvBatch(size_t capacity, size_t max_datagram)
       controls_(capacity_),
       sources_(capacity_),
       locals_(capacity_),
-      truncated_(capacity_) {
+      truncated_(capacity_),
+      arrivals_(capacity_) {
   segments_.reserve(capacity_ * 2 * kMaxGsoSegments);
   for (size_t i = 0; i < capacity_; ++i) {
     iovs_[i].iov_base = buffers_.data() + i * max_datagram_;
@@ -218,6 +242,12 @@ Result<UdpSocket> UdpSocket::Open(const UdpSocketOptions& options) {
   // Offload is an optimisation: a kernel without it gets plain datagrams.
   sock.gso_ = options.gso;
   if (options.gro && setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one)) == 0) sock.gro_ = true;
+  if (options.arrival_times) {
+    if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one)) != 0) {
+      return OpenError("setsockopt(SO_TIMESTAMPNS) on", errno, sock.local_);
+    }
+    sock.arrival_times_ = true;
+  }
   return sock;
 }
 
@@ -230,6 +260,7 @@ UdpSocket::UdpSocket(UdpSocket&& other) noexcept
       learn_destination_(other.learn_destination_),
       gso_(other.gso_),
       gro_(other.gro_),
+      arrival_times_(other.arrival_times_),
       gso_refused_size_(other.gso_refused_size_),
       local_(other.local_) {}
 
@@ -242,6 +273,7 @@ UdpSocket& UdpSocket::operator=(UdpSocket&& other) noexcept {
     learn_destination_ = other.learn_destination_;
     gso_ = other.gso_;
     gro_ = other.gro_;
+    arrival_times_ = other.arrival_times_;
     gso_refused_size_ = other.gso_refused_size_;
     local_ = other.local_;
   }
@@ -447,7 +479,7 @@ Result<size_t> UdpSocket::RecvQueued(RecvBatch* batch) {
     msghdr& hdr = batch->msgs_[i].msg_hdr;
     hdr.msg_namelen = sizeof(sockaddr_storage);
     hdr.msg_flags = 0;
-    const bool control = learn_destination_ || gro_;
+    const bool control = learn_destination_ || gro_ || arrival_times_;
     hdr.msg_control = control ? batch->controls_[i].bytes : nullptr;
     hdr.msg_controllen = control ? sizeof(ControlSlot::bytes) : 0;
     batch->msgs_[i].msg_len = 0;
@@ -465,6 +497,10 @@ Result<size_t> UdpSocket::RecvQueued(RecvBatch* batch) {
     }
     return Errno("recvmmsg on", err);
   }
+  // One read of each clock per call: a clock read is dear in some VMs.
+  const auto read_at = std::chrono::steady_clock::now();
+  timespec wall_now{};
+  if (arrival_times_) clock_gettime(CLOCK_REALTIME, &wall_now);
   for (int i = 0; i < n; ++i) {
     const size_t k = static_cast<size_t>(i);
     msghdr& hdr = batch->msgs_[k].msg_hdr;
@@ -474,6 +510,7 @@ Result<size_t> UdpSocket::RecvQueued(RecvBatch* batch) {
                         : IsWildcard(local_) ? proto::Endpoint{}
                                              : local_;
     batch->truncated_[k] = (hdr.msg_flags & MSG_TRUNC) != 0;
+    batch->arrivals_[k] = arrival_times_ ? ArrivalOf(&hdr, read_at, wall_now) : read_at;
     batch->AddMessage(k, batch->msgs_[k].msg_len, gro_ ? GroSegmentOf(&hdr) : 0);
   }
   batch->messages_ = static_cast<size_t>(n);

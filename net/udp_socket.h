@@ -32,6 +32,12 @@
 // request reached instead of the one the kernel's routing would pick. A
 // socket bound to a specific address always sends from it.
 //
+// Arrival times (option arrival_times): the kernel stamps each datagram when
+// it receives it (SO_TIMESTAMPNS), and RecvBatch::arrival() reports that time
+// on the steady clock, so a caller that was not scheduled for a while still
+// knows when its data reached the host. Without the option (or a stamp) a
+// datagram's arrival is when Recv() read it.
+//
 // Errors come back as Status with the errno text and the address involved.
 //
 // Thread safety: a UdpSocket may be used by one receiving and any number of
@@ -83,12 +89,15 @@ struct UdpSocketOptions {
   // UDP_GRO (see above). Off: one datagram per message each way.
   bool gso = true;
   bool gro = true;
+  // SO_TIMESTAMPNS: RecvBatch::arrival() is the kernel's receive time.
+  bool arrival_times = false;
 };
 
 // Room for the control messages of one message (an in_pktinfo or an
-// in6_pktinfo, and a UDP_SEGMENT / UDP_GRO size), aligned for cmsghdr.
+// in6_pktinfo, a UDP_SEGMENT / UDP_GRO size and a receive timestamp),
+// aligned for cmsghdr.
 struct alignas(cmsghdr) ControlSlot {
-  unsigned char bytes[128];
+  unsigned char bytes[160];
 };
 
 // Storage for up to `capacity` received messages of `max_datagram` bytes
@@ -118,6 +127,11 @@ class RecvBatch {
   const proto::Endpoint& local(size_t i) const { return locals_[segments_[i].slot]; }
   // The message was larger than max_datagram; data(i) holds only its start.
   bool truncated(size_t i) const { return truncated_[segments_[i].slot] != 0; }
+  // When the datagram reached this host: the kernel's receive time on a
+  // socket with arrival_times, else when Recv() read it (never later).
+  std::chrono::steady_clock::time_point arrival(size_t i) const {
+    return arrivals_[segments_[i].slot];
+  }
 
  private:
   friend class UdpSocket;
@@ -141,6 +155,7 @@ class RecvBatch {
   std::vector<proto::Endpoint> sources_;
   std::vector<proto::Endpoint> locals_;
   std::vector<uint8_t> truncated_;
+  std::vector<std::chrono::steady_clock::time_point> arrivals_;
   std::vector<Segment> segments_;
 };
 
@@ -221,6 +236,8 @@ class UdpSocket {
   // Segmentation offload in use: Send() builds GSO trains / Recv() splits GRO trains.
   bool gso() const { return gso_; }
   bool gro() const { return gro_; }
+  // The kernel stamps received datagrams (RecvBatch::arrival).
+  bool arrival_times() const { return arrival_times_; }
 
   // SO_RCVBUF / SO_SNDBUF. The kernel caps the size at net.core.rmem_max /
   // wmem_max unless the process has CAP_NET_ADMIN (then the cap is lifted).
@@ -285,6 +302,7 @@ class UdpSocket {
   bool learn_destination_ = false;  // IP_PKTINFO / IPV6_RECVPKTINFO is on
   bool gso_ = false;
   bool gro_ = false;
+  bool arrival_times_ = false;  // SO_TIMESTAMPNS is on
   // Trains of datagrams this large or larger were refused: not tried again.
   size_t gso_refused_size_ = SIZE_MAX;
   proto::Endpoint local_;

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "net/address.h"
@@ -340,6 +341,39 @@ TEST(UdpSocketTest, LearningTheDestinationCanBeTurnedOff) {
   auto got = RecvN(server, 1);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_FALSE(got[0].local.valid()) << "unknown, not the wildcard";
+}
+
+// With arrival_times a datagram's arrival is when the kernel received it,
+// however long it then waited to be read; without, when Recv() read it. The
+// wildcard socket also learns destinations and takes GRO trains: every
+// control message fits beside the timestamp.
+TEST(UdpSocketTest, ArrivalIsTheKernelsReceiveTimeNotTheRead) {
+  using SteadyClock = std::chrono::steady_clock;
+  for (bool stamped : {true, false}) {
+    UdpSocketOptions o = Opts("0.0.0.0");
+    o.arrival_times = stamped;
+    UdpSocket rx = OpenOrDie(o);
+    EXPECT_EQ(rx.arrival_times(), stamped);
+    UdpSocket tx = OpenOrDie(Opts("127.0.0.1"));
+    const auto before_send = SteadyClock::now();
+    ASSERT_TRUE(tx.SendTo(Host("127.0.0.1", rx.local().port), Payload(1)).ok());
+    std::this_thread::sleep_for(100ms);  // the datagram waits in the socket
+    const auto before_read = SteadyClock::now();
+    RecvBatch batch(4);
+    auto n = rx.Recv(&batch, 5s);
+    ASSERT_TRUE(n.ok() && *n == 1u) << stamped;
+    EXPECT_TRUE(batch.local(0).valid()) << "the destination is still learnt";
+    const auto arrival = batch.arrival(0);
+    if (stamped) {
+      // Within a millisecond of the send (the steady and wall clocks are read
+      // a few microseconds apart), long before the read.
+      EXPECT_GE(arrival, before_send - 1ms);
+      EXPECT_LT(arrival, before_send + 50ms);
+    } else {
+      EXPECT_GE(arrival, before_read);
+    }
+    EXPECT_LE(arrival, SteadyClock::now());
+  }
 }
 
 TEST(UdpSocketTest, WildcardSocketSendsFromTheGivenSourceAddress) {
