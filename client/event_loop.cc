@@ -21,10 +21,17 @@ Status RunOperation(Transport& t, Operation& op, ClientStats* stats, EarlyRows* 
     s = t.Receive(wait, [&](const proto::PacketView& v) {
       switch (op.OnReply(v)) {
         case Operation::Reply::kStale:
-          if (early == nullptr || !early->Offer(v)) ++stats->stale_replies;
+          if (early != nullptr && early->Offer(v)) {
+            t.NoteData();
+          } else {
+            ++stats->stale_replies;
+          }
           break;
         case Operation::Reply::kHandled: break;
-        case Operation::Reply::kProgress: last_progress = t.received_at(); break;
+        case Operation::Reply::kProgress:
+          last_progress = t.received_at();
+          t.NoteData();
+          break;
       }
       return op.outcome().has_value();
     });

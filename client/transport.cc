@@ -62,6 +62,7 @@ Transport::Transport(const ClientOptions& options, net::UdpSocket socket,
       send_arena_(kSendArenaBytes),
       last_heard_(SteadyClock::now()),
       received_at_(last_heard_),
+      arrived_at_(last_heard_),
       rtt_(options.initial_timeout, options.max_timeout) {}
 
 void Transport::SetJobShape(uint32_t workers, uint64_t elements) {
@@ -95,6 +96,7 @@ Status Transport::OpenGroup(const std::string& group, uint64_t model_bytes) {
       static_cast<int>(std::max(option, std::min(model_bytes, kMaxGroupBuffer)));
   so.gro = options_.offload;
   so.gso = false;
+  so.arrival_times = true;  // when rows reached the host (Client::data_arrival)
   Result<net::UdpSocket> sock = net::UdpSocket::Open(so);
   if (!sock.ok()) return sock.status();
   Status s = sock->JoinGroup(*g, *via);

@@ -20,6 +20,7 @@
 // Not thread-safe: one per Client.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <span>
@@ -99,6 +100,14 @@ class Transport {
   // per batch, not per row (a clock read is dear in some VMs, and a pull of
   // small rows handles thousands).
   SteadyClock::time_point received_at() const { return received_at_; }
+  // When the datagram a Receive handler is given reached this host (the
+  // kernel's receive time): it may have waited for this process.
+  SteadyClock::time_point arrived_at() const { return arrived_at_; }
+  // The latest arrival of the data taken since ResetDataArrival: replies that
+  // made progress and rows kept for a pull (NoteData). min(): none yet.
+  void NoteData() { data_arrival_ = std::max(data_arrival_, arrived_at_); }
+  void ResetDataArrival() { data_arrival_ = SteadyClock::time_point::min(); }
+  SteadyClock::time_point data_arrival() const { return data_arrival_; }
   bool finished() const { return finished_; }
   // The last COOKIE's cookie (0: none yet), and whether the last JOIN sent
   // carried another one: a COOKIE answering a JOIN then asks for a new JOIN.
@@ -134,6 +143,8 @@ class Transport {
   bool backlog_ = false;
   SteadyClock::time_point last_heard_;
   SteadyClock::time_point received_at_;
+  SteadyClock::time_point arrived_at_;
+  SteadyClock::time_point data_arrival_ = SteadyClock::time_point::min();
   bool finished_ = false;
   bool saturated_ = false;
   uint64_t cookie_ = 0;       // from the last COOKIE
@@ -197,6 +208,7 @@ bool Transport::Dispatch(const net::RecvBatch& batch, size_t n, Handler& handle,
     if (h.worker != options_.rank && !group_row) continue;
     ++stats_->packets_received;
     last_heard_ = received_at_;
+    arrived_at_ = batch.arrival(i);
     if (h.op == proto::Op::kCookie) {
       cookie_ = proto::cookie::Of(h.clock, h.row);  // its flags are not job flags
     } else {

@@ -236,7 +236,11 @@ Status UdpClient::TakeQueuedGroupRows() {
   early_.SetFloor(rank_.clock());
   do {
     Status s = transport_.Receive(SteadyClock::duration::zero(), [&](const proto::PacketView& v) {
-      if (!early_.Offer(v)) ++stats_.stale_replies;
+      if (early_.Offer(v)) {
+        transport_.NoteData();
+      } else {
+        ++stats_.stale_replies;
+      }
       return false;
     });
     if (!s.ok()) return s;
@@ -246,6 +250,9 @@ Status UdpClient::TakeQueuedGroupRows() {
 
 Status UdpClient::PullRows(std::span<int32_t> model) {
   const auto started = SteadyClock::now();
+  // The data of a pull right after a Clock() includes its RELEASE.
+  if (!clocked_since_pull_) transport_.ResetDataArrival();
+  clocked_since_pull_ = false;
   for (int attempt = 0; attempt < kMaxInterruptions; ++attempt) {
     Status taken = TakeQueuedGroupRows();
     if (!taken.ok()) return taken;
@@ -256,7 +263,13 @@ Status UdpClient::PullRows(std::span<int32_t> model) {
       case PullOp::End::kPulled:
         // Until the next JOIN, every row is READ and answered to this rank.
         if (op.GroupSilent()) transport_.CloseGroup();
-        stats_.pull_time += SteadyClock::now() - started;
+        {
+          const auto now = SteadyClock::now();
+          stats_.pull_time += now - started;
+          data_arrival_ = std::min(now, transport_.data_arrival() == SteadyClock::time_point::min()
+                                            ? now
+                                            : transport_.data_arrival());
+        }
         return Status::Ok();
       case PullOp::End::kEvicted:
         // Evicted while away (a long stall, a partition): join again —
@@ -355,6 +368,8 @@ Result<ClockResult> UdpClient::Clock() {
   const auto started = SteadyClock::now();
   const uint32_t c = clock();
   ClockResult r;
+  transport_.ResetDataArrival();
+  clocked_since_pull_ = true;
   for (int attempt = 0;; ++attempt) {
     if (attempt == kMaxInterruptions) {
       return Status::Unavailable("job " + std::to_string(options_.job) + " rank " +
@@ -476,6 +491,7 @@ Result<std::unique_ptr<Client>> Client::Connect(const ClientOptions& options) {
   so.send_buffer_bytes = options.socket_buffer_bytes;
   so.gso = options.offload;
   so.gro = options.offload;
+  so.arrival_times = true;  // when replies reached the host (Client::data_arrival)
   Result<net::UdpSocket> sock = net::UdpSocket::Open(so);
   if (!sock.ok()) return sock.status();
   return std::unique_ptr<Client>(new client::UdpClient(options, std::move(*sock), *sw));

@@ -51,6 +51,7 @@ class UdpClient final : public Client {
   bool finished() const override { return finished_ || transport_.finished(); }
   const ClientStats& stats() const override { return stats_; }
   std::string local_address() const override { return transport_.local_address(); }
+  std::chrono::steady_clock::time_point data_arrival() const override { return data_arrival_; }
 
  private:
   Status Run(Operation& op);
@@ -100,6 +101,8 @@ class UdpClient final : public Client {
   ReplayHistory history_;          // rebuilds a switch that lost the job
   bool rejoined_ = false;          // since the last ClockResult
   bool restarted_ = false;         // since the last ClockResult
+  bool clocked_since_pull_ = false;
+  SteadyClock::time_point data_arrival_ = SteadyClock::now();  // of the last pull
 };
 
 }  // namespace serene::client

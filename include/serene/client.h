@@ -207,6 +207,13 @@ class Client {
   virtual const ClientStats& stats() const = 0;
   // "127.0.0.1:40123": the local address the switch sees.
   virtual std::string local_address() const = 0;
+  // When the data of the last Pull (or Exchange) had all reached this host:
+  // the latest kernel receive time of what it took, the RELEASE of a Clock()
+  // right before it included. A process that was not scheduled when the data
+  // came (ranks sharing cores) returns later; a rank with a core of its own
+  // would have started computing then. Before the first pull: when the
+  // client was made.
+  virtual std::chrono::steady_clock::time_point data_arrival() const = 0;
 
  protected:
   Client() = default;

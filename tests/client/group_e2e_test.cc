@@ -3,8 +3,11 @@
 // multicast address on the loopback.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "e2e_job.h"
@@ -133,6 +136,56 @@ TEST(GroupE2E, ExchangeUnderLossDuplicationAndReorderingGivesBitIdenticalModels)
     for (const auto& log : logs) rows_resent += log.stats.rows_resent;
     if (std::string(fault).find("dir=both") != std::string::npos) {
       EXPECT_GT(rows_resent, 0u) << "no INC was re-sent";
+    }
+  }
+}
+
+// data_arrival(): rank 1 sleeps 150 ms between its RELEASE and its pull.
+// Subscribed, the next clock's rows came through the group before the
+// RELEASE, so its data arrived before the sleep; unsubscribed, it READs them
+// after the sleep and they arrive then. Either way never after the pull.
+TEST(GroupE2E, DataArrivalIsWhenThePulledRowsReachedTheHost) {
+  using SteadyClock = std::chrono::steady_clock;
+  constexpr uint32_t kWorld = 2, kClocks = 4;
+  constexpr size_t kElements = 1'000;
+  for (bool subscribed : {true, false}) {
+    SCOPED_TRACE(subscribed ? "rows through the group" : "rows READ");
+    SwitchProcess sw(
+        {"--job", "id=1,workers=2,elements=1000,key=0x5EED,policy=sync," + GroupSpec()});
+    ASSERT_TRUE(sw.ok()) << sw.output();
+    auto ranks = Ranks(sw, kWorld, subscribed ? std::nullopt : std::optional<uint32_t>(1));
+    std::vector<Status> status(kWorld);
+    std::vector<std::pair<SteadyClock::time_point, SteadyClock::time_point>> released_and_arrival;
+    auto run = [&](uint32_t rank) {
+      auto client = Client::Connect(ranks[rank]);
+      if (!client.ok()) return void(status[rank] = client.status());
+      Client& c = **client;
+      std::vector<float> model(kElements, 0.0f), update(kElements, 1.0f / 1024);
+      if (auto info = c.Join(); !info.ok()) return void(status[rank] = info.status());
+      if (Status s = c.Initialize(model); !s.ok()) return void(status[rank] = s);
+      for (uint32_t clock = 1; clock <= kClocks; ++clock) {
+        if (Status s = c.Push(update); !s.ok()) return void(status[rank] = s);
+        auto r = c.Clock();
+        if (!r.ok()) return void(status[rank] = r.status());
+        const auto released = SteadyClock::now();
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+        if (Status s = c.Pull(model); !s.ok()) return void(status[rank] = s);
+        EXPECT_LE(c.data_arrival(), SteadyClock::now());
+        if (rank == 1 && clock >= 2) released_and_arrival.emplace_back(released, c.data_arrival());
+      }
+    };
+    std::thread peer(run, 0);
+    run(1);
+    peer.join();
+    for (uint32_t r = 0; r < kWorld; ++r)
+      ASSERT_TRUE(status[r].ok()) << r << ": " << status[r].message();
+    ASSERT_EQ(released_and_arrival.size(), kClocks - 1);
+    for (const auto& [released, arrival] : released_and_arrival) {
+      if (subscribed) {
+        EXPECT_LE(arrival, released) << "the rows came with the RELEASE";
+      } else {
+        EXPECT_GE(arrival, released + std::chrono::milliseconds(150)) << "READ after the sleep";
+      }
     }
   }
 }
