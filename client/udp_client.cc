@@ -266,9 +266,8 @@ Status UdpClient::PullRows(std::span<int32_t> model) {
         {
           const auto now = SteadyClock::now();
           stats_.pull_time += now - started;
-          data_arrival_ = std::min(now, transport_.data_arrival() == SteadyClock::time_point::min()
-                                            ? now
-                                            : transport_.data_arrival());
+          const auto arrived = transport_.data_arrival();  // min(): nothing noted
+          data_arrival_ = arrived == SteadyClock::time_point::min() ? now : std::min(now, arrived);
         }
         return Status::Ok();
       case PullOp::End::kEvicted:

@@ -35,6 +35,20 @@ static_assert(CMSG_SPACE(sizeof(in6_pktinfo)) + CMSG_SPACE(sizeof(in_pktinfo)) +
                   sizeof(ControlSlot),
               "a ControlSlot holds the packet-info, segment-size and timestamp control messages");
 
+// Copies the payload of the first control message of `level` and `type` that
+// holds a T into `out`; false if there is none.
+template <typename T>
+bool ControlMessage(msghdr* hdr, int level, int type, T* out) {
+  if (hdr->msg_control == nullptr) return false;
+  for (cmsghdr* c = CMSG_FIRSTHDR(hdr); c != nullptr; c = CMSG_NXTHDR(hdr, c)) {
+    if (c->cmsg_level == level && c->cmsg_type == type && c->cmsg_len >= CMSG_LEN(sizeof(T))) {
+      std::memcpy(out, CMSG_DATA(c), sizeof(T));
+      return true;
+    }
+  }
+  return false;
+}
+
 // When the kernel received a message (SCM_TIMESTAMPNS, on CLOCK_REALTIME), on
 // the steady clock: `read_at` less how long before the read (`wall_now`) it
 // arrived. A message without a stamp, or stamped after the read (the wall
@@ -42,33 +56,19 @@ static_assert(CMSG_SPACE(sizeof(in6_pktinfo)) + CMSG_SPACE(sizeof(in_pktinfo)) +
 std::chrono::steady_clock::time_point ArrivalOf(msghdr* hdr,
                                                 std::chrono::steady_clock::time_point read_at,
                                                 const timespec& wall_now) {
-  if (hdr->msg_control == nullptr) return read_at;
-  for (cmsghdr* c = CMSG_FIRSTHDR(hdr); c != nullptr; c = CMSG_NXTHDR(hdr, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS &&
-        c->cmsg_len >= CMSG_LEN(sizeof(timespec))) {
-      timespec stamp;
-      std::memcpy(&stamp, CMSG_DATA(c), sizeof(stamp));
-      const auto age = std::chrono::seconds(wall_now.tv_sec - stamp.tv_sec) +
-                       std::chrono::nanoseconds(wall_now.tv_nsec - stamp.tv_nsec);
-      if (age <= std::chrono::nanoseconds::zero()) return read_at;
-      return read_at - std::chrono::duration_cast<std::chrono::steady_clock::duration>(age);
-    }
-  }
-  return read_at;
+  timespec stamp;
+  if (!ControlMessage(hdr, SOL_SOCKET, SCM_TIMESTAMPNS, &stamp)) return read_at;
+  const auto age = std::chrono::seconds(wall_now.tv_sec - stamp.tv_sec) +
+                   std::chrono::nanoseconds(wall_now.tv_nsec - stamp.tv_nsec);
+  if (age <= std::chrono::nanoseconds::zero()) return read_at;
+  return read_at - std::chrono::duration_cast<std::chrono::steady_clock::duration>(age);
 }
 
 // The segment size of a GRO train (UDP_GRO control message), 0 if none.
 size_t GroSegmentOf(msghdr* hdr) {
-  if (hdr->msg_control == nullptr) return 0;
-  for (cmsghdr* c = CMSG_FIRSTHDR(hdr); c != nullptr; c = CMSG_NXTHDR(hdr, c)) {
-    if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO &&
-        c->cmsg_len >= CMSG_LEN(sizeof(int))) {
-      int size = 0;
-      std::memcpy(&size, CMSG_DATA(c), sizeof(size));
-      return size > 0 ? static_cast<size_t>(size) : 0;
-    }
-  }
-  return 0;
+  int size = 0;
+  if (!ControlMessage(hdr, SOL_UDP, UDP_GRO, &size)) return 0;
+  return size > 0 ? static_cast<size_t>(size) : 0;
 }
 
 // The destination address a datagram's control messages report (IP_PKTINFO:
