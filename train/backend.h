@@ -31,6 +31,7 @@
 // Thread-safety: a backend is used by one training thread.
 #pragma once
 
+#include <chrono>
 #include <span>
 #include <string_view>
 
@@ -46,6 +47,11 @@ struct SyncTiming {
   // synchronous collective, waiting for the slowest rank and moving the data
   // cannot be told apart).
   double barrier_wait_s = 0;
+  // Pull: when the data it returned had all reached this host (Serene:
+  // Client::data_arrival, the kernel's receive time), so a process that got
+  // a core late knows when a rank with a core of its own would have started
+  // computing. min(): unknown (Gloo), the call's return stands for it.
+  std::chrono::steady_clock::time_point data_arrival = std::chrono::steady_clock::time_point::min();
 };
 
 class Backend {

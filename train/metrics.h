@@ -41,7 +41,7 @@ struct IterationRecord {
   int64_t step = 0;    // 1-based
   double start_s = 0;  // run clock at the start of its Pull
   double pull_s = 0;
-  double compute_s = 0;  // batch assembly + forward + backward + scaling (+ the compute floor)
+  double compute_s = 0;  // batch assembly + forward + backward + scaling (+ the compute floor's sleep)
   double sleep_s = 0;    // straggler injection
   double push_s = 0;
   double loss = 0;  // training loss of its batch

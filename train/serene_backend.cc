@@ -24,8 +24,12 @@ Result<std::unique_ptr<SereneBackend>> SereneBackend::Connect(const ClientOption
 Status SereneBackend::Initialize(std::span<float> model) { return client_->Initialize(model); }
 
 Status SereneBackend::Pull(std::span<float> model, SyncTiming* timing) {
-  if (timing != nullptr) timing->barrier_wait_s = 0;
-  return client_->Pull(model);
+  Status s = client_->Pull(model);
+  if (timing != nullptr) {
+    timing->barrier_wait_s = 0;
+    timing->data_arrival = client_->data_arrival();
+  }
+  return s;
 }
 
 Status SereneBackend::Push(std::span<const float> update, std::span<float> /*model*/,

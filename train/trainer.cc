@@ -180,7 +180,12 @@ Result<RunMetrics> Trainer::Run() {
     t = Clock::now();
     timing = SyncTiming();
     s = backend_.Pull(model_, &timing);
-    const double pull_s = Seconds(Clock::now() - t);
+    // The compute floor counts from when the pulled data reached the host.
+    Clock::time_point floor_from = Clock::now();
+    const double pull_s = Seconds(floor_from - t);
+    if (timing.data_arrival != Clock::time_point::min()) {
+      floor_from = std::min(floor_from, timing.data_arrival);
+    }
     m.pull_s += pull_s;
     m.barrier_wait_s += timing.barrier_wait_s;
     if (!s.ok()) return s;
@@ -202,6 +207,7 @@ Result<RunMetrics> Trainer::Run() {
         s = Evaluate(&m, &point);
         if (!s.ok()) return s;
         last_eval_step = step;
+        floor_from = Clock::now();  // the step computes after the evaluation
       }
       m.timeline.push_back(point);
       if (log_every > 0 && step % log_every == 0) LogProgress(m, point.time_s, point.train_loss);
@@ -240,15 +246,19 @@ Result<RunMetrics> Trainer::Run() {
       ApplyMomentum(static_cast<float>(options_.momentum), grad_, velocity_, scale, update_);
     }
     double compute_s = Seconds(Clock::now() - t);
-    if (compute_s < options_.compute_floor_s) {
-      SleepFor(options_.compute_floor_s - compute_s);
+    if (options_.compute_floor_s > 0) {
+      // A rank with a core of its own would have started when the data came
+      // (floor_from); one that shares cores got to run later and sleeps less.
+      const double left = options_.compute_floor_s - Seconds(Clock::now() - floor_from);
+      if (left > 0) SleepFor(left);
       compute_s = Seconds(Clock::now() - t);
     }
     m.compute_s += compute_s;
 
     double sleep_s = 0;
     if (straggler_) {
-      const double delay = straggler_->NextDelay(compute_s);
+      // Relative to the step as a rank with its own core computes it.
+      const double delay = straggler_->NextDelay(std::max(compute_s, options_.compute_floor_s));
       if (delay > 0) {
         t = Clock::now();
         SleepFor(delay);

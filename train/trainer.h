@@ -59,8 +59,11 @@ struct TrainerOptions {
   // a heavier model emulated without its CPU, so that ranks sharing a few
   // cores still compute side by side, as ranks with a core each would
   // (issue 30: real runs on 2 cores otherwise take turns and see less
-  // staleness than the simulator's ranks). 0 = none. The step's compute
-  // time, and so a straggler's sleep relative to it, includes the floor.
+  // staleness than the simulator's ranks). 0 = none. It counts from when
+  // the pulled data reached the host (SyncTiming::data_arrival), or from the
+  // end of an evaluation before the step: a rank that got a core late sleeps
+  // less, as a rank with a core of its own would have started on time. A
+  // straggler's sleep is relative to at least the floor.
   double compute_floor_s = 0;
   StragglerSpec straggler;  // pattern applied on straggler_ranks
   std::vector<int> straggler_ranks;

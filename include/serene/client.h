@@ -211,8 +211,8 @@ class Client {
   // the latest kernel receive time of what it took, the RELEASE of a Clock()
   // right before it included. A process that was not scheduled when the data
   // came (ranks sharing cores) returns later; a rank with a core of its own
-  // would have started computing then. Before the first pull: when the
-  // client was made.
+  // would have started computing then (serene-train's compute floor counts
+  // from it). Before the first pull: when the client was made.
   virtual std::chrono::steady_clock::time_point data_arrival() const = 0;
 
  protected:

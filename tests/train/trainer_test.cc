@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include "tests/train/test_data.h"
@@ -295,6 +296,40 @@ TEST(TrainerTest, AComputeFloorMakesEveryStepLastAtLeastThatLong) {
     auto bad = Trainer::Create(o, testing::TrainSet(), &testing::TestSet(), backend);
     EXPECT_EQ(bad.status().code(), Status::Code::kInvalidArgument) << floor;
     EXPECT_NE(bad.status().message().find("compute floor"), std::string::npos);
+  }
+}
+
+// The floor counts from when the pulled data reached the host: a Pull that
+// returns 120 ms after its data came (a process that got a core late) leaves
+// nothing of a 100 ms floor to sleep, so the step computes only its gradient.
+// After an evaluation the floor counts from its end (the step starts then).
+TEST(TrainerTest, AComputeFloorCountsFromWhenThePulledDataArrived) {
+  class LateProcess : public RecordingBackend {
+   public:
+    Status Pull(std::span<float> model, SyncTiming* timing) override {
+      const auto arrived = std::chrono::steady_clock::now();
+      std::this_thread::sleep_for(std::chrono::milliseconds(120));
+      Status s = RecordingBackend::Pull(model, timing);
+      timing->data_arrival = arrived;
+      return s;
+    }
+  } backend;
+  TrainerOptions o = SmallRun();
+  o.max_steps = 4;
+  o.eval_every = 1000;  // step 0 only (evaluated before it is computed)
+  o.batch_size = 32;
+  o.compute_floor_s = 0.1;
+  o.log_iterations = true;
+  auto trainer = Trainer::Create(o, testing::TrainSet(), &testing::TestSet(), backend);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  auto m = (*trainer)->Run();
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_EQ(m->iteration_log.size(), 4u);
+  EXPECT_GE(m->iteration_log[0].compute_s, 0.1) << "after the evaluation: the whole floor";
+  for (size_t i = 1; i < 4; ++i) {
+    const auto& it = m->iteration_log[i];
+    EXPECT_LT(it.compute_s, 0.1) << it.step << ": the floor had passed while the data waited";
+    EXPECT_GE(it.pull_s, 0.12) << it.step;
   }
 }
 
