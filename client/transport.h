@@ -192,7 +192,7 @@ Status Transport::Receive(SteadyClock::duration timeout, Handler&& handle) {
 template <typename Handler>
 bool Transport::Dispatch(const net::RecvBatch& batch, size_t n, Handler& handle,
                          const proto::Endpoint* only_from) {
-  if (n > 0) received_at_ = SteadyClock::now();
+  if (n > 0) received_at_ = batch.read_at();
   for (size_t i = 0; i < n; ++i) {
     if (only_from != nullptr && !(batch.source(i) == *only_from)) continue;
     proto::PacketView v;

@@ -499,6 +499,7 @@ Result<size_t> UdpSocket::RecvQueued(RecvBatch* batch) {
   }
   // One read of each clock per call: a clock read is dear in some VMs.
   const auto read_at = std::chrono::steady_clock::now();
+  batch->read_at_ = read_at;
   timespec wall_now{};
   if (arrival_times_) clock_gettime(CLOCK_REALTIME, &wall_now);
   for (int i = 0; i < n; ++i) {

@@ -132,6 +132,10 @@ class RecvBatch {
   std::chrono::steady_clock::time_point arrival(size_t i) const {
     return arrivals_[segments_[i].slot];
   }
+  // When the last Recv() that filled datagrams read them, on the steady
+  // clock: the "now" of a caller handling this batch (one clock read per
+  // batch, taken by the socket). REQUIRES: size() > 0.
+  std::chrono::steady_clock::time_point read_at() const { return read_at_; }
 
  private:
   friend class UdpSocket;
@@ -156,6 +160,7 @@ class RecvBatch {
   std::vector<proto::Endpoint> locals_;
   std::vector<uint8_t> truncated_;
   std::vector<std::chrono::steady_clock::time_point> arrivals_;
+  std::chrono::steady_clock::time_point read_at_{};
   std::vector<Segment> segments_;
 };
 

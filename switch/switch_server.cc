@@ -16,11 +16,14 @@ namespace serene::switchd {
 
 using std::chrono::nanoseconds;
 
-dataplane::Timestamp NowNanos() {
+namespace {
+dataplane::Timestamp ToNanos(std::chrono::steady_clock::time_point t) {
   return static_cast<dataplane::Timestamp>(
-      std::chrono::duration_cast<nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
+      std::chrono::duration_cast<nanoseconds>(t.time_since_epoch()).count());
 }
+}  // namespace
+
+dataplane::Timestamp NowNanos() { return ToNanos(std::chrono::steady_clock::now()); }
 
 // One socket and what its loop thread owns.
 struct SwitchServer::Port {
@@ -103,7 +106,9 @@ class PortLoop {
   void Run() {
     while (!stop_.load(std::memory_order_relaxed)) {
       auto n = port_.socket.Recv(&rx_, Timeout(NowNanos()));
-      const dataplane::Timestamp now = NowNanos();
+      // A batch's time is when the socket read it (no second clock read on
+      // the receive path); after a timeout or an error, now.
+      const dataplane::Timestamp now = n.ok() && *n > 0 ? ToNanos(rx_.read_at()) : NowNanos();
       if (!n.ok()) {
         const uint64_t errors = port_.rx_errors.fetch_add(1, std::memory_order_relaxed) + 1;
         if (ShouldLog(errors)) {

@@ -372,7 +372,15 @@ TEST(UdpSocketTest, ArrivalIsTheKernelsReceiveTimeNotTheRead) {
     } else {
       EXPECT_GE(arrival, before_read);
     }
-    EXPECT_LE(arrival, SteadyClock::now());
+    // The batch's read time is the read, not the arrival; unstamped, the
+    // arrival is that read.
+    const auto after_read = SteadyClock::now();
+    EXPECT_GE(batch.read_at(), before_read) << stamped;
+    EXPECT_LE(batch.read_at(), after_read) << stamped;
+    if (!stamped) {
+      EXPECT_EQ(arrival, batch.read_at());
+    }
+    EXPECT_LE(arrival, after_read);
   }
 }
 
