@@ -274,18 +274,23 @@ TEST(TrainerTest, RejectsInconsistentOptions) {
   }
 }
 
+// Four small steps of `o` with a compute floor of `floor_s`, each logged.
+Result<RunMetrics> RunFourFlooredSteps(TrainerOptions o, double floor_s, Backend& backend) {
+  o.max_steps = 4;
+  o.batch_size = 32;
+  o.compute_floor_s = floor_s;
+  o.log_iterations = true;
+  auto trainer = Trainer::Create(o, testing::TrainSet(), &testing::TestSet(), backend);
+  if (!trainer.ok()) return trainer.status();
+  return (*trainer)->Run();
+}
+
 // A compute floor makes every step's computation last at least that long
 // (slept): its compute time, per step and in total, is never below it.
 TEST(TrainerTest, AComputeFloorMakesEveryStepLastAtLeastThatLong) {
   RecordingBackend backend;
   TrainerOptions o = SmallRun();
-  o.max_steps = 4;
-  o.batch_size = 32;
-  o.compute_floor_s = 0.03;
-  o.log_iterations = true;
-  auto trainer = Trainer::Create(o, testing::TrainSet(), &testing::TestSet(), backend);
-  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
-  auto m = (*trainer)->Run();
+  auto m = RunFourFlooredSteps(o, 0.03, backend);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   ASSERT_EQ(m->iteration_log.size(), 4u);
   for (const auto& it : m->iteration_log) EXPECT_GE(it.compute_s, 0.03) << it.step;
@@ -315,14 +320,8 @@ TEST(TrainerTest, AComputeFloorCountsFromWhenThePulledDataArrived) {
     }
   } backend;
   TrainerOptions o = SmallRun();
-  o.max_steps = 4;
   o.eval_every = 1000;  // step 0 only (evaluated before it is computed)
-  o.batch_size = 32;
-  o.compute_floor_s = 0.1;
-  o.log_iterations = true;
-  auto trainer = Trainer::Create(o, testing::TrainSet(), &testing::TestSet(), backend);
-  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
-  auto m = (*trainer)->Run();
+  auto m = RunFourFlooredSteps(o, 0.1, backend);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   ASSERT_EQ(m->iteration_log.size(), 4u);
   EXPECT_GE(m->iteration_log[0].compute_s, 0.1) << "after the evaluation: the whole floor";
