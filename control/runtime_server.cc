@@ -54,6 +54,10 @@ Result<std::unique_ptr<RuntimeServer>> RuntimeServer::Start(SwitchTarget* target
   server->service_ = std::make_unique<RuntimeService>(target, options.token);
   grpc::ServerBuilder builder;
   int port = 0;
+  // gRPC sets SO_REUSEPORT by default: a second switch on the same port
+  // would then listen beside the first one, and each call would reach one
+  // of them at random, so that a controller steers the wrong switch.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();

@@ -75,7 +75,7 @@ TEST(Crash, ASwitchKilledAndRestartedIsRebuiltAndTheRanksGoOn) {
   auto api2 = RuntimeClient::Create(second.control_address(), "");
   ASSERT_TRUE(api2.ok());
   auto t = (*api2)->GetTelemetry(1);
-  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t.ok()) << t.status().message() << "\nthe restarted switch:\n" << second.output();
   EXPECT_GT(t->high(), 10);
   EXPECT_GT(t->counters().rx_by_op().at("INC"), 0u);
 }

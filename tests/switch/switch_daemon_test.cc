@@ -344,6 +344,21 @@ TEST(SwitchDaemonTest, FailsCleanlyWhenThePortIsTaken) {
   EXPECT_NE(out.find("in use"), std::string::npos) << out;
 }
 
+// The runtime API's port is its own: a second switch given the port of a
+// running one's API fails instead of sharing it (gRPC's default SO_REUSEPORT
+// would let both listen, and a controller would reach either at random).
+TEST(SwitchDaemonTest, FailsCleanlyWhenTheRuntimeApiPortIsTaken) {
+  Daemon first({"--bind", "127.0.0.1", "--port", "0"});
+  ASSERT_TRUE(first.WaitListening()) << first.child().output();
+  auto control = loadgen::WaitForControl(first.child(), std::chrono::seconds(5));
+  ASSERT_TRUE(control.has_value()) << first.child().output();
+  auto [code, out] = RunToExit(SERENE_SWITCH_BINARY,
+                               {"--bind", "127.0.0.1", "--port", "0", "--control", *control});
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_NE(out.find(*control), std::string::npos) << out;
+  EXPECT_NE(out.find("in use"), std::string::npos) << out;
+}
+
 // A job larger than the host's memory is refused with the numbers, and the
 // daemon exits 1 (it used to abort with an uncaught std::bad_alloc).
 TEST(SwitchDaemonTest, RefusesAJobLargerThanMemoryWithAMessage) {
