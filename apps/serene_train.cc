@@ -15,6 +15,8 @@
 #include "apps/key_flags.h"
 #include "collective/gloo_algorithm.h"
 #include "common/parse.h"
+#include "common/secret_file.h"
+#include "control/pause_reporter.h"
 #include "train/fashion_mnist.h"
 #include "train/gloo_backend.h"
 #include "train/metrics.h"
@@ -67,6 +69,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 65535))
       ->capture_default_str();
   serene::apps::AddKeyFlags(&app, &key_flags, "serene: ", "0");
+  std::string control_addr, control_token_file;
+  app.add_option("--control", control_addr,
+                 "serene: the switch's runtime API (host:port), to report how long each "
+                 "evaluation paused this rank (ReportPause), so that a policy does not take it "
+                 "for a straggler; empty = do not report")
+      ->envname("SERENE_CONTROL");
+  app.add_option("--control-token-file", control_token_file,
+                 "serene: file holding the runtime API's token, if the switch has one");
   app.add_option("--rendezvous", gloo.rendezvous_dir,
                  "gloo: rendezvous directory shared by all ranks (file store; fresh per run)");
   app.add_option("--run-id", gloo.run_id, "gloo: key prefix in the store")->capture_default_str();
@@ -162,6 +172,26 @@ int main(int argc, char** argv) {
     client.key = key->key;
   } else if (gloo.rendezvous_dir.empty()) {
     return Fail(serene::Status::InvalidArgument("--backend gloo needs --rendezvous DIR"));
+  }
+  if (backend != "serene" && (!control_addr.empty() || !control_token_file.empty())) {
+    return Fail(serene::Status::InvalidArgument(
+        "--control and --control-token-file are for --backend serene (the switch's runtime API)"));
+  }
+  std::unique_ptr<serene::control::PauseReporter> pauses;
+  if (!control_addr.empty()) {
+    std::string token;
+    if (!control_token_file.empty()) {
+      auto t = serene::ReadTokenFile(control_token_file);
+      if (!t.ok()) return Fail(t.status());
+      token = *t;
+    }
+    auto r = serene::control::PauseReporter::Create(control_addr, token, job,
+                                                    static_cast<uint32_t>(gloo.rank));
+    if (!r.ok()) return Fail(serene::Status::InvalidArgument("--control: " + r.status().message()));
+    pauses = std::move(*r);
+    o.report_pause = [&pauses](double seconds) { pauses->Report(seconds); };
+  } else if (!control_token_file.empty()) {
+    return Fail(serene::Status::InvalidArgument("--control-token-file needs --control HOST:PORT"));
   }
   auto algorithm = serene::collective::ParseGlooAlgorithm(gloo_algorithm);
   const serene::Status taken =

@@ -78,7 +78,7 @@ void PushCounters(lua_State* L, const v1::JobCounters& c) {
 }
 
 void PushRank(lua_State* L, const v1::RankTelemetry& r) {
-  lua_createtable(L, 0, 24);
+  lua_createtable(L, 0, 26);
   SetInteger(L, "rank", r.rank());
   SetInteger(L, "done", r.done());
   SetInteger(L, "lag", r.lag());
@@ -97,6 +97,8 @@ void PushRank(lua_State* L, const v1::RankTelemetry& r) {
   SetSeconds(L, "last_work_time", r.last_work_ns());
   SetInteger(L, "rows_this_clock", r.rows_this_clock());
   SetString(L, "address", r.address());
+  SetSeconds(L, "paused", r.paused_ns());
+  SetCount(L, "pauses", r.pauses());
   const v1::RankCounters& c = r.counters();
   SetCount(L, "joins", c.joins());
   SetCount(L, "reads", c.reads());

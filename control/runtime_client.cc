@@ -124,6 +124,15 @@ Result<v1::FinishResponse> RuntimeClient::Finish(uint32_t job) {
   return Call<v1::FinishResponse>(&v1::Runtime::Stub::Finish, req);
 }
 
+Result<v1::ReportPauseResponse> RuntimeClient::ReportPause(uint32_t job, uint32_t rank,
+                                                           std::chrono::nanoseconds pause) {
+  v1::ReportPauseRequest req;
+  req.set_job(job);
+  req.set_rank(rank);
+  req.set_pause_ns(static_cast<uint64_t>(std::max<int64_t>(0, pause.count())));
+  return Call<v1::ReportPauseResponse>(&v1::Runtime::Stub::ReportPause, req);
+}
+
 Result<v1::JobTelemetry> RuntimeClient::GetTelemetry(uint32_t job) {
   v1::GetTelemetryRequest req;
   req.set_job(job);

@@ -58,6 +58,10 @@ class RuntimeClient {
                                                             std::optional<uint32_t> epoch);
   Result<v1::EvictResponse> Evict(uint32_t job, uint32_t rank);
   Result<v1::FinishResponse> Finish(uint32_t job);
+  // Reports that `rank` spent `pause` outside its training steps (an
+  // evaluation); returns the rank's totals.
+  Result<v1::ReportPauseResponse> ReportPause(uint32_t job, uint32_t rank,
+                                              std::chrono::nanoseconds pause);
   Result<v1::JobTelemetry> GetTelemetry(uint32_t job);
 
   // Streams snapshots every `period`, calling on_snapshot for each, until it

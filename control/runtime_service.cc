@@ -13,6 +13,7 @@ namespace {
 constexpr uint32_t kDefaultPeriodMs = 1000;
 constexpr uint32_t kMinPeriodMs = 10;
 constexpr uint32_t kMaxPeriodMs = 60000;
+constexpr uint64_t kMaxPauseNs = 3'600'000'000'000;  // an hour
 
 // Compares without an early exit, so the time taken does not tell how much
 // of a guessed token was right.
@@ -95,7 +96,9 @@ Status RuntimeService::JobId(uint32_t job, uint16_t* out) {
 Result<v1::JobTelemetry> RuntimeService::Snapshot(uint16_t job) const {
   auto t = target_->Telemetry(job);
   if (!t.ok()) return t.status();
-  return TelemetryToProto(*t, target_->Now(), UnixMillis());
+  v1::JobTelemetry proto = TelemetryToProto(*t, target_->Now(), UnixMillis());
+  pauses_.Fill(job, &proto);
+  return proto;
 }
 
 grpc::Status RuntimeService::ListJobs(grpc::ServerContext* ctx, const v1::ListJobsRequest*,
@@ -136,6 +139,7 @@ grpc::Status RuntimeService::CreateJob(grpc::ServerContext* ctx, const v1::Creat
     }
     return Fail(s);
   }
+  pauses_.Forget(config->id);
   *resp->mutable_job() = JobToProto(*config);
   return grpc::Status::OK;
 }
@@ -146,6 +150,7 @@ grpc::Status RuntimeService::DeleteJob(grpc::ServerContext* ctx, const v1::Delet
   uint16_t job = 0;
   Status s = JobId(req->job(), &job);
   if (s.ok()) s = target_->DeleteJob(job);
+  if (s.ok()) pauses_.Forget(job);
   return s.ok() ? grpc::Status::OK : Fail(s);
 }
 
@@ -227,6 +232,30 @@ grpc::Status RuntimeService::Finish(grpc::ServerContext* ctx, const v1::FinishRe
   auto released = target_->Finish(job);
   if (!released.ok()) return Fail(released.status());
   resp->set_released(*released);
+  return grpc::Status::OK;
+}
+
+grpc::Status RuntimeService::ReportPause(grpc::ServerContext* ctx,
+                                         const v1::ReportPauseRequest* req,
+                                         v1::ReportPauseResponse* resp) {
+  if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
+  uint16_t job = 0;
+  if (Status s = JobId(req->job(), &job); !s.ok()) return Fail(s);
+  auto t = target_->Telemetry(job);
+  if (!t.ok()) return Fail(t.status());
+  if (req->rank() >= t->config.workers) {
+    return Fail(Status::InvalidArgument("rank " + std::to_string(req->rank()) + ": job " +
+                                        std::to_string(job) + " has ranks 0.." +
+                                        std::to_string(t->config.workers - 1)));
+  }
+  if (req->pause_ns() == 0 || req->pause_ns() > kMaxPauseNs) {
+    return Fail(Status::InvalidArgument("pause_ns " + std::to_string(req->pause_ns()) +
+                                        ": expected 1.." + std::to_string(kMaxPauseNs) +
+                                        " (1 ns to an hour)"));
+  }
+  const PauseLedger::Totals totals = pauses_.Add(job, req->rank(), req->pause_ns());
+  resp->set_paused_ns(totals.paused_ns);
+  resp->set_pauses(totals.pauses);
   return grpc::Status::OK;
 }
 

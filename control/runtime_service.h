@@ -21,6 +21,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "control/pause_ledger.h"
 #include "control/runtime.grpc.pb.h"
 #include "control/switch_target.h"
 
@@ -66,6 +67,8 @@ class RuntimeService final : public v1::Runtime::Service {
                      v1::EvictResponse* resp) override;
   grpc::Status Finish(grpc::ServerContext* ctx, const v1::FinishRequest* req,
                       v1::FinishResponse* resp) override;
+  grpc::Status ReportPause(grpc::ServerContext* ctx, const v1::ReportPauseRequest* req,
+                           v1::ReportPauseResponse* resp) override;
   grpc::Status GetTelemetry(grpc::ServerContext* ctx, const v1::GetTelemetryRequest* req,
                             v1::JobTelemetry* resp) override;
   grpc::Status StreamTelemetry(grpc::ServerContext* ctx, const v1::StreamTelemetryRequest* req,
@@ -82,6 +85,7 @@ class RuntimeService final : public v1::Runtime::Service {
 
   SwitchTarget* const target_;
   const std::string token_;
+  PauseLedger pauses_;  // ReportPause's totals, added to every snapshot
 
   std::mutex shutdown_mu_;
   std::condition_variable shutdown_cv_;

@@ -34,6 +34,7 @@ std::vector<std::string> TrainArgs(const Scenario& s, const RunSpec& run, int ra
   if (run.backend == BackendKind::kSerene) {
     a.insert(a.end(), {"--switch", ctx.switch_address, "--job", std::to_string(ctx.job),
                        "--key-file", ctx.key_file});
+    if (!ctx.control_address.empty()) a.insert(a.end(), {"--control", ctx.control_address});
   } else {
     a.insert(a.end(), {"--rendezvous", RendezvousDir(ctx.dir), "--gloo-algorithm",
                        std::string(collective::GlooAlgorithmName(run.gloo_algorithm))});

@@ -25,6 +25,9 @@ struct RunContext {
   std::string switch_address;  // serene: "127.0.0.1:PORT" of the started switch
   uint16_t job = 1;            // serene: job id on the switch
   std::string key_file;        // serene: the private file holding the job's key
+  // serene: the switch's runtime API, when a policy script's controller
+  // drives the run: the ranks report their evaluations' pauses there.
+  std::string control_address;
 };
 
 // The job spec of serene-switch's --job flag:
@@ -45,7 +48,8 @@ std::string SwitchJobSpec(const Scenario& s, const RunSpec& run, uint16_t job,
 std::vector<std::string> SwitchArgs(const Scenario& s, const RunSpec& run, uint16_t job,
                                     const std::string& key_file, uint16_t group_port = 0);
 
-// serene-train's arguments for `rank` (a Serene rank gets --key-file).
+// serene-train's arguments for `rank` (a Serene rank gets --key-file, and
+// --control when the context names the runtime API).
 std::vector<std::string> TrainArgs(const Scenario& s, const RunSpec& run, int rank,
                                    const RunContext& ctx);
 

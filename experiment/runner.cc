@@ -241,6 +241,7 @@ RunSummary ExecuteRun(const Scenario& scenario, size_t index, const RunnerOption
           script_path + "'s controller cannot start; its output:\n" +
           Tail(sw->output(), kLogTailLines)));
     }
+    ctx.control_address = *control;  // the ranks report their evaluations there
     RunController::Options co;
     co.control_address = *control;
     co.script_path = script_path;

@@ -57,15 +57,21 @@ void SimController::Start(SimTime now) {
   if (!script_->initial()) return;
   auto t = pipeline_->Telemetry(job_);
   if (!t.ok()) return Log(now, t.status().message());
-  const auto proto = control::TelemetryToProto(*t, static_cast<dataplane::Timestamp>(now), 0);
+  auto proto = control::TelemetryToProto(*t, static_cast<dataplane::Timestamp>(now), 0);
+  pauses_.Fill(job_, &proto);
   static_retry_ = !Apply(*script_->initial(), proto, now);
+}
+
+void SimController::ReportPause(uint32_t rank, SimTime pause) {
+  if (pause > 0) pauses_.Add(job_, rank, static_cast<uint64_t>(pause));
 }
 
 void SimController::Tick(SimTime now) {
   if (!script_->adaptive() && !static_retry_) return;
   auto t = pipeline_->Telemetry(job_);
   if (!t.ok()) return Log(now, t.status().message());
-  const auto proto = control::TelemetryToProto(*t, static_cast<dataplane::Timestamp>(now), 0);
+  auto proto = control::TelemetryToProto(*t, static_cast<dataplane::Timestamp>(now), 0);
+  pauses_.Fill(job_, &proto);
   if (!script_->adaptive()) {
     static_retry_ = !Apply(*script_->initial(), proto, now);
     return;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "control/pause_ledger.h"
 #include "control/policy_script.h"
 #include "dataplane/output.h"
 #include "dataplane/pipeline.h"
@@ -36,6 +37,8 @@ class SimController {
   // One telemetry period: runs on_telemetry (adaptive scripts) or retries a
   // static rule the switch could not take yet.
   void Tick(SimTime now);
+  // Rank `rank` spent `pause` evaluating (serene-train's ReportPause).
+  void ReportPause(uint32_t rank, SimTime pause);
   bool adaptive() const { return script_->adaptive(); }
 
   struct Applied {
@@ -62,6 +65,7 @@ class SimController {
   uint16_t job_;
   uint32_t workers_;
   Deliver deliver_;
+  control::PauseLedger pauses_;
   dataplane::Output out_;
   bool static_retry_ = false;
   uint32_t last_applied_epoch_ = 0;

@@ -13,11 +13,13 @@ double Seconds(SimTime d) { return ToSeconds(d); }
 
 }  // namespace
 
-SimRank::SimRank(const RankOptions& options, RankWork& work, EventQueue& events, Send send)
+SimRank::SimRank(const RankOptions& options, RankWork& work, EventQueue& events, Send send,
+                 ReportPause report_pause)
     : o_(options),
       work_(work),
       events_(events),
       send_(std::move(send)),
+      report_pause_(std::move(report_pause)),
       jitter_rng_(train::Rng(options.seed ^ 0x9E3779B97F4A7C15ull).Next() + options.rank) {
   elements_ = work.elements();
   rows_ = static_cast<uint32_t>((elements_ + o_.row_width - 1) / o_.row_width);
@@ -317,6 +319,10 @@ void SimRank::AfterPull() {
       last_eval_step_ = step;
       eval_s = o_.compute.eval_s;
       m_.eval_s += eval_s;
+      if (report_pause_ && eval_s > 0 && !at_limit) {  // as train/trainer.cc: a step follows
+        const SimTime pause = FromSeconds(eval_s);
+        events_.After(pause, [this, pause] { report_pause_(pause); });
+      }
     }
     m_.timeline.push_back(point);
     const bool reached =

@@ -95,8 +95,12 @@ struct RankCounters {
 class SimRank {
  public:
   using Send = std::function<void(std::span<const uint8_t> datagram)>;
+  // Told at the end of each evaluation how long it took, as serene-train
+  // reports it through the runtime API (ReportPause); may be empty.
+  using ReportPause = std::function<void(SimTime pause)>;
 
-  SimRank(const RankOptions& options, RankWork& work, EventQueue& events, Send send);
+  SimRank(const RankOptions& options, RankWork& work, EventQueue& events, Send send,
+          ReportPause report_pause = nullptr);
 
   // Sends the first JOIN.
   void Start();
@@ -142,6 +146,7 @@ class SimRank {
   RankWork& work_;
   EventQueue& events_;
   Send send_;
+  ReportPause report_pause_;
   uint32_t rows_ = 0;
   uint64_t elements_ = 0;
 

@@ -116,8 +116,13 @@ class World {
       ro.straggler_base = o_.straggler_base;
       ro.seed = o_.seed;
       ro.rto = RetransmissionTimeout();
+      SimRank::ReportPause report;
+      if (controller_) {
+        report = [this, r](SimTime pause) { controller_->ReportPause(r, pause); };
+      }
       ranks_.push_back(std::make_unique<SimRank>(
-          ro, work_, events_, [this, r](std::span<const uint8_t> d) { ToSwitch(r, d); }));
+          ro, work_, events_, [this, r](std::span<const uint8_t> d) { ToSwitch(r, d); },
+          std::move(report)));
     }
     return Status::Ok();
   }

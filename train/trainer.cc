@@ -204,10 +204,13 @@ Result<RunMetrics> Trainer::Run() {
       loss_sum = 0;
       loss_count = 0;
       if (evaluates_) {
+        const double eval_before = m.eval_s;
         s = Evaluate(&m, &point);
         if (!s.ok()) return s;
         last_eval_step = step;
         floor_from = Clock::now();  // the step computes after the evaluation
+        // A step follows (unless the target is reached): the others wait for it.
+        if (options_.report_pause && !at_limit) options_.report_pause(m.eval_s - eval_before);
       }
       m.timeline.push_back(point);
       if (log_every > 0 && step % log_every == 0) LogProgress(m, point.time_s, point.train_loss);

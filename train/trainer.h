@@ -24,6 +24,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -67,6 +68,11 @@ struct TrainerOptions {
   double compute_floor_s = 0;
   StragglerSpec straggler;  // pattern applied on straggler_ranks
   std::vector<int> straggler_ranks;
+  // Called after each evaluation before a step with the time it took: a
+  // pause of this rank's steps that the others wait for under a barrier
+  // (serene-train reports it to the switch's runtime API, ReportPause, so
+  // that a policy does not take it for a straggler). May be empty.
+  std::function<void(double seconds)> report_pause;
   int64_t log_every = 0;        // progress log lines; 0 = every eval_every steps, < 0 = never
   bool log_iterations = false;  // keep RunMetrics::iteration_log
 };

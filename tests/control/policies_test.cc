@@ -297,6 +297,36 @@ class AdaptiveTest : public ::testing::Test {
     Derive(&t_);
   }
 
+  // Periods of 0.5 s, 5 clocks each; in every fifth (from the third) rank 0
+  // evaluates the test set and the others wait `wait` for it (`wait_now` of
+  // it at the snapshot), while rank 0 reports a pause of `pause` (0: none).
+  // Returns the first decision of the policy loaded with `horizon`, if any
+  // within 20 calls.
+  std::optional<PolicyDecision> EvaluateEveryFifthPeriod(const char* horizon, double wait,
+                                                         double wait_now, double pause = 0) {
+    Load({{"horizon", horizon}});
+    for (int call = 0; call < 20; ++call) {
+      const bool evaluating = call % 5 == 2;
+      for (int i = 0; i < kRanks; ++i) {
+        v1::RankTelemetry* r = t_.mutable_ranks(i);
+        r->set_work_ns(Ns(kStep));
+        r->set_last_work_ns(Ns(kStep));
+        r->set_silent_ns(Ns(kStep / 2));
+        r->set_done(1000 + call * 5);
+        r->set_waiting(evaluating && i != 0);
+        r->set_wait_now_ns(evaluating && i != 0 ? Ns(wait_now) : 0);
+        r->set_wait_total_ns(r->wait_total_ns() + (evaluating && i != 0 ? Ns(wait) : 0));
+        if (i == 0 && evaluating && pause > 0) {
+          r->set_paused_ns(r->paused_ns() + Ns(pause));
+          r->set_pauses(r->pauses() + 1);
+        }
+      }
+      Advance(0.5);
+      if (auto d = Decide()) return d;
+    }
+    return std::nullopt;
+  }
+
   // Calls the policy; a returned rule is in force from the next call.
   std::optional<PolicyDecision> Decide() {
     auto d = script_->OnTelemetry(t_);
@@ -687,31 +717,11 @@ TEST_F(AdaptiveTest, FromSyncABindingWaitGetsAWindow) {
 // stays. A straggler twice as slow makes the others wait most of each
 // period: it binds at once, and is left out once persistent (third call).
 TEST_F(AdaptiveTest, AnEvaluationStallBindsPerPeriodButNotOverTheHorizon) {
-  auto run = [&](const char* horizon) {
-    Load({{"horizon", horizon}});
-    std::optional<PolicyDecision> first;
-    for (int call = 0; call < 20 && !first; ++call) {
-      const bool evaluating = call % 5 == 2;
-      for (int i = 0; i < kRanks; ++i) {
-        v1::RankTelemetry* r = t_.mutable_ranks(i);
-        r->set_work_ns(Ns(kStep));
-        r->set_last_work_ns(Ns(kStep));
-        r->set_silent_ns(Ns(kStep / 2));
-        r->set_done(1000 + call * 5);
-        r->set_waiting(evaluating && i != 0);
-        r->set_wait_now_ns(evaluating && i != 0 ? Ns(0.2) : 0);
-        r->set_wait_total_ns(r->wait_total_ns() + (evaluating && i != 0 ? Ns(0.3) : 0));
-      }
-      Advance(0.5);
-      first = Decide();
-    }
-    return first;
-  };
-  const auto per_period = run("5");
+  const auto per_period = EvaluateEveryFifthPeriod("5", 0.3, 0.2);
   ASSERT_TRUE(per_period.has_value()) << "0.3 s of 0.5 binds";
   EXPECT_EQ(per_period->rule, BarrierParams::Ssp(32));
   SetUp();
-  EXPECT_EQ(run("32"), std::nullopt) << "0.3 s of 3.2 does not";
+  EXPECT_EQ(EvaluateEveryFifthPeriod("32", 0.3, 0.2), std::nullopt) << "0.3 s of 3.2 does not";
 
   SetUp();
   Load({{"horizon", "32"}});  // the default
@@ -722,6 +732,18 @@ TEST_F(AdaptiveTest, AnEvaluationStallBindsPerPeriodButNotOverTheHorizon) {
   const auto d = StraggleUntilPersistent(3, 2 * kStep);
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->rule, BarrierParams::Quorum(3, BarrierParams::kUnbounded));
+}
+
+// The same evaluations, reported by rank 0 as pauses (serene-train's
+// ReportPause): the waits they cause are not the barrier's to fix, and SYNC
+// stays even judged per period. Waits beyond what was reported still bind.
+TEST_F(AdaptiveTest, WaitsForAReportedPauseDoNotBind) {
+  EXPECT_EQ(EvaluateEveryFifthPeriod("5", 0.3, 0.05, 0.3), std::nullopt)
+      << "0.3 s of 0.5, all of it rank 0's reported pause";
+  SetUp();
+  const auto beyond = EvaluateEveryFifthPeriod("5", 0.3, 0.05, 0.1);
+  ASSERT_TRUE(beyond.has_value()) << "0.2 s of 0.5 beyond the reported 0.1 s binds";
+  EXPECT_EQ(beyond->rule, BarrierParams::Ssp(32));
 }
 
 TEST_F(AdaptiveTest, MaxWCapsTheWindowBeforeAsync) {

@@ -721,6 +721,8 @@ TEST(PolicyScriptTest, TelemetryTableHasEveryField) {
   r->set_work_ns(200'000'000);
   r->set_last_work_ns(400'000'000);
   r->set_rows_this_clock(3);
+  r->set_paused_ns(120'000'000);
+  r->set_pauses(3);
   v1::RankCounters* rc = r->mutable_counters();
   rc->set_joins(1);
   rc->set_reads(2);
@@ -760,6 +762,8 @@ TEST(PolicyScriptTest, TelemetryTableHasEveryField) {
       check(r.wait_now == 0.25 and r.wait_total == 1.5 and r.silent == -1, "wait")
       check(r.iter_time == 0.3 and r.work_time == 0.2 and r.last_work_time == 0.4, "times")
       check(r.rows_this_clock == 3 and r.address == "127.0.0.1:5001", "rows/address")
+      check(r.paused == 0.12 and r.pauses == 3, "pauses")
+      check(t.ranks[1].paused == 0 and t.ranks[1].pauses == 0, "no pauses")
       check(r.joins == 1 and r.reads == 2 and r.incs_applied == 3 and r.incs_duplicate == 4,
             "rank counters")
       check(r.clocks == 5 and r.clock_retransmits == 6 and r.nacks == 7 and r.releases == 8,

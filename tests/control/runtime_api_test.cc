@@ -386,6 +386,51 @@ TEST(RuntimeApi, StreamEndsWithNotFoundWhenTheJobIsDeleted) {
             Status::Code::kInvalidArgument);
 }
 
+// A rank's pauses add up per rank, show in its telemetry, are refused with
+// the field named when out of range (changing nothing), and are gone with the
+// job they were reported for.
+TEST(RuntimeApi, ReportedPausesAddUpPerRankAndGoWithTheJob) {
+  SwitchProcess sw({"--job", kJob});
+  ASSERT_TRUE(sw.ok()) << sw.output();
+  auto api = Connect(sw);
+  auto first = api->ReportPause(1, 0, std::chrono::milliseconds(40));
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->paused_ns(), 40'000'000u);
+  EXPECT_EQ(first->pauses(), 1u);
+  auto second = api->ReportPause(1, 0, std::chrono::milliseconds(25));
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_EQ(second->paused_ns(), 65'000'000u);
+  EXPECT_EQ(second->pauses(), 2u);
+
+  auto bad_rank = api->ReportPause(1, 2, std::chrono::milliseconds(1));
+  EXPECT_EQ(bad_rank.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(bad_rank.status().message().find("rank 2: job 1 has ranks 0..1"), std::string::npos)
+      << bad_rank.status().message();
+  auto zero = api->ReportPause(1, 1, std::chrono::nanoseconds(0));
+  EXPECT_EQ(zero.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(zero.status().message().find("pause_ns 0"), std::string::npos)
+      << zero.status().message();
+  EXPECT_EQ(api->ReportPause(1, 1, std::chrono::hours(2)).status().code(),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(api->ReportPause(4, 0, std::chrono::milliseconds(1)).status().code(),
+            Status::Code::kNotFound);
+
+  auto t = api->GetTelemetry(1);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->ranks(0).paused_ns(), 65'000'000u);
+  EXPECT_EQ(t->ranks(0).pauses(), 2u);
+  EXPECT_EQ(t->ranks(1).paused_ns(), 0u) << "the refused reports changed nothing";
+  EXPECT_EQ(t->ranks(1).pauses(), 0u);
+
+  // A job deleted and created again under the same id starts from nothing.
+  ASSERT_TRUE(api->DeleteJob(1).ok());
+  ASSERT_TRUE(api->CreateJob(NewJob(1, 2, 10)).ok());
+  auto fresh = api->GetTelemetry(1);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().message();
+  EXPECT_EQ(fresh->ranks(0).paused_ns(), 0u);
+  EXPECT_EQ(fresh->ranks(0).pauses(), 0u);
+}
+
 TEST(RuntimeApi, AClientOfADeadSwitchFailsWithinItsTimeout) {
   SwitchProcess sw({"--job", kJob});
   ASSERT_TRUE(sw.ok()) << sw.output();

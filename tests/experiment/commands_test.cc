@@ -54,7 +54,7 @@ TEST(CommandsTest, SwitchFaultGoesToTheSwitch) {
     EXPECT_EQ(After(args, "--job"), SwitchJobSpec(s, run, 1, "/k/job.key"));
   }
   // The ranks' flags do not change: the faults are the switch's.
-  RunContext ctx{"/out/1-sync", "127.0.0.1:4242", 1, "/k/job.key"};
+  RunContext ctx{"/out/1-sync", "127.0.0.1:4242", 1, "/k/job.key", ""};
   Scenario clean = DefaultScenario();
   EXPECT_EQ(TrainArgs(s, s.runs[0], 0, ctx), TrainArgs(clean, clean.runs[0], 0, ctx));
 }
@@ -68,7 +68,7 @@ TEST(CommandsTest, APolicyScriptRunStartsUnderSync) {
 
 TEST(CommandsTest, SereneRankFlags) {
   Scenario s = DefaultScenario();
-  RunContext ctx{"/out/1-sync", "127.0.0.1:4242", 3, "/k/job.key"};
+  RunContext ctx{"/out/1-sync", "127.0.0.1:4242", 3, "/k/job.key", ""};
   const auto a = TrainArgs(s, s.runs[0], 2, ctx);
   EXPECT_EQ(After(a, "--backend"), "serene");
   EXPECT_EQ(After(a, "--rank"), "2");
@@ -90,11 +90,14 @@ TEST(CommandsTest, SereneRankFlags) {
   EXPECT_EQ(After(a, "--seed"), "1");
   EXPECT_EQ(After(a, "--threads"), "1");
   EXPECT_EQ(After(a, "--metrics"), "/out/1-sync/rank2.json");
+  EXPECT_EQ(After(a, "--control"), "<absent>") << "no controller, no reports";
+  ctx.control_address = "127.0.0.1:4343";  // a policy script's run
+  EXPECT_EQ(After(TrainArgs(s, s.runs[2], 0, ctx), "--control"), "127.0.0.1:4343");
 }
 
 TEST(CommandsTest, GlooRankFlags) {
   Scenario s = DefaultScenario();
-  RunContext ctx{"/out/4-gloo", "", 1, ""};
+  RunContext ctx{"/out/4-gloo", "", 1, "", ""};
   const auto a = TrainArgs(s, s.runs[3], 0, ctx);
   EXPECT_EQ(After(a, "--backend"), "gloo");
   EXPECT_EQ(After(a, "--rendezvous"), "/out/4-gloo/rendezvous");
@@ -111,7 +114,7 @@ TEST(CommandsTest, GlooRankFlags) {
 // local user can read it (/proc/PID/cmdline): only the key file's path.
 TEST(CommandsTest, NoKeyOnAnyCommandLine) {
   Scenario s = DefaultScenario();
-  RunContext ctx{"/out/1-sync", "127.0.0.1:4242", 1, "/k/job.key"};
+  RunContext ctx{"/out/1-sync", "127.0.0.1:4242", 1, "/k/job.key", ""};
   std::vector<std::vector<std::string>> lines = {SwitchArgs(s, s.runs[0], 1, "/k/job.key"),
                                                  SwitchArgs(s, s.runs[2], 1, "/k/job.key", 40123)};
   for (int rank = 0; rank < s.workers; ++rank) lines.push_back(TrainArgs(s, s.runs[0], rank, ctx));

@@ -14,6 +14,7 @@
 
 #include "experiment/plot.h"
 #include "loadgen/child_process.h"
+#include "testing/pause_log.h"
 #include "testing/scratch_dir.h"
 
 namespace serene::experiment {
@@ -155,6 +156,33 @@ TEST(ExperimentE2eTest, APolicyScriptChangesTheRuleWhileTheRanksTrain) {
     EXPECT_NE(output.find("plot: " + (out / "accuracy.png").string()), std::string::npos)
         << output;  // gnuplot took the marks
   }
+}
+
+// In a dynamic run the ranks report their evaluations to the switch's runtime
+// API, and the policy sees them: rank 0's `pauses` grow, the others' stay 0.
+TEST(ExperimentE2eTest, APolicySeesRankZerosEvaluationsAsPauses) {
+  ScratchDir dir("serene-exp-test");
+  const fs::path out = dir.path() / "out";
+  const fs::path script = dir.path() / "pauses.lua";
+  testing::WritePauseLoggingPolicy(script.string());
+  const fs::path scenario = dir.path() / "pauses.toml";
+  std::ofstream(scenario) << "name = \"pauses\"\ncontrol_period_ms = 50\n\n"
+                             "[[run]]\npolicy = \"" << script.string() << "\"\n";
+  const auto [code, output] =
+      RunBinary({"-c", scenario.string(), "--quick", "--out", out.string(), "--timeout", "120"},
+                std::chrono::seconds(150));
+  ASSERT_EQ(code, 0) << output;
+  fs::path run_dir;
+  for (const auto& e : fs::directory_iterator(out)) {
+    if (e.is_directory() && fs::exists(e.path() / "controller.log")) run_dir = e.path();
+  }
+  ASSERT_FALSE(run_dir.empty()) << output;
+  const std::string log = Slurp(run_dir / "controller.log");
+  const auto last = testing::LastPauseLine(log);  // rank 0 evaluates, rank 1 does not
+  ASSERT_TRUE(last.has_value()) << log;
+  EXPECT_GE(last->rank0_pauses, 1) << log;
+  EXPECT_EQ(last->rank1_pauses, 0) << log;
+  EXPECT_GT(last->rank0_paused_s, 0) << log;
 }
 
 // A switch that never reports its runtime API: the dynamic run fails before

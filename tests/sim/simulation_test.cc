@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "testing/pause_log.h"
 #include "testing/scratch_dir.h"
 #include "train/metrics.h"
 
@@ -221,6 +222,26 @@ TEST(SimulationTest, ARuleChangeFromALuaScriptTakesEffectInTheSimulatedSwitch) {
   // Half the run under each rule: between the two.
   EXPECT_LT(Jct(changed), Jct(sync));
   EXPECT_GT(Jct(changed), Jct(async));
+}
+
+// Rank 0's evaluations reach the policy as reported pauses, as serene-train
+// reports them through the runtime API: one per evaluation before a step,
+// each eval_s long; the other ranks report none.
+TEST(SimulationTest, APolicySeesRankZerosEvaluationsAsPauses) {
+  testing::ScratchDir dir("serene-sim-test");
+  const std::string script = dir.path() / "pauses.lua";
+  testing::WritePauseLoggingPolicy(script);
+  SimulationOptions o = Timing(script, 2, 60);  // evaluations at steps 0, 10, .., 50 (60: the limit)
+  o.compute.eval_s = 0.04;
+  const SimulationResult r = Simulate(o);
+  ASSERT_FALSE(r.controller_log.empty());
+  const auto last = testing::LastPauseLine(r.controller_log.back());
+  ASSERT_TRUE(last.has_value()) << r.controller_log.back();
+  // The last call may come before the last evaluation's report.
+  EXPECT_GE(last->rank0_pauses, 5);
+  EXPECT_LE(last->rank0_pauses, 6);
+  EXPECT_EQ(last->rank1_pauses, 0);
+  EXPECT_NEAR(last->rank0_paused_s, last->rank0_pauses * 0.04, 1e-6);
 }
 
 TEST(SimulationTest, LossIsRecoveredByRetransmissionAndEveryStepStillRuns) {

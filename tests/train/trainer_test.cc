@@ -227,6 +227,30 @@ TEST(TrainerTest, PushesMinusLrOverNTimesTheGradient) {
   for (size_t i = 0; i < grad.size(); ++i) ASSERT_EQ(backend.first_update[i], scale * grad[i]) << i;
 }
 
+// Each evaluation before a step is reported as a pause of that length (what
+// serene-train sends to the switch's runtime API); the one at the step limit
+// is not: no step follows it.
+TEST(TrainerTest, ReportsEachEvaluationBeforeAStepAsAPause) {
+  RecordingBackend backend;
+  TrainerOptions o = SmallRun();
+  o.max_steps = 25;
+  o.eval_every = 10;
+  o.batch_size = 32;
+  std::vector<double> pauses;
+  o.report_pause = [&pauses](double seconds) { pauses.push_back(seconds); };
+  auto trainer = Trainer::Create(o, testing::TrainSet(), &testing::TestSet(), backend);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  Result<RunMetrics> m = (*trainer)->Run();
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  ASSERT_EQ(pauses.size(), 3u) << "steps 0, 10 and 20; not the final evaluation at 25";
+  double sum = 0;
+  for (double p : pauses) {
+    EXPECT_GT(p, 0);
+    sum += p;
+  }
+  EXPECT_LT(sum, m->eval_s) << "the final evaluation is in eval_s, not reported";
+}
+
 TEST(TrainerTest, TargetReachedCallsFinishOnceAndStops) {
   RecordingBackend backend;
   TrainerOptions o = SmallRun();
