@@ -50,9 +50,10 @@
 --   binds      some live rank waited more than `wait` of the horizon (the
 --              last `horizon` median iterations, at least a period; until
 --              the calls span one, the waits since the job began, counted
---              against a whole horizon), less the longest time a rank
---              reported pausing in it (`paused`: serene-train reports rank
---              0's evaluations), and the largest lag of the last 8
+--              against a whole horizon; under sync() or a quorum less the
+--              longest time a rank reported pausing in it, `paused`:
+--              serene-train reports rank 0's evaluations), and the largest
+--              lag of the last 8
 --              snapshots is > W, or a rank is waiting longer than `wait` of
 --              the horizon right now with lag > W;
 --              under sync() the lag is not asked for (every wait is the
@@ -262,11 +263,13 @@ function on_telemetry(t)
     waited = math.max(waited, r.wait_total - (base.wait[r.rank] or 0))
     paused = math.max(paused, r.paused - (base.paused[r.rank] or 0))
   end
-  -- A pause a rank reported (rank 0's evaluation of the test set) is not a
-  -- straggler: it is known, bounded and periodic. Loosening the barrier for
-  -- it buys back its share of the time (10-20 %) with stale steps, and the
-  -- loose window then lets a later straggler's stale updates in unchecked.
-  waited = math.max(0, waited - paused)
+  -- A pause a rank reported (rank 0's evaluation of the test set) does not
+  -- make the policy leave exact steps: it is known, bounded and periodic, and
+  -- loosening the barrier for it buys back its share of the time (10-20 %)
+  -- with stale steps, then lets a later straggler's stale updates in
+  -- unchecked. Under a window the waits are the window's, paused or not:
+  -- a wider one costs little more staleness than it has.
+  if w == 0 then waited = math.max(0, waited - paused) end
   -- Under sync() every wait is the barrier's doing, and a snapshot mostly
   -- finds the ranks released together (lag 0): the lag is not asked for.
   local binds = w < math.huge and

@@ -298,13 +298,14 @@ class AdaptiveTest : public ::testing::Test {
   }
 
   // Periods of 0.5 s, 5 clocks each; in every fifth (from the third) rank 0
-  // evaluates the test set and the others wait `wait` for it (`wait_now` of
-  // it at the snapshot), while rank 0 reports a pause of `pause` (0: none).
-  // Returns the first decision of the policy loaded with `horizon`, if any
-  // within 20 calls.
-  std::optional<PolicyDecision> EvaluateEveryFifthPeriod(const char* horizon, double wait,
-                                                         double wait_now, double pause = 0) {
-    Load({{"horizon", horizon}});
+  // evaluates the test set, `lag` clocks behind the others, and they wait
+  // `wait` for it (`wait_now` of it at the snapshot), while rank 0 reports a
+  // pause of `pause` (0: none). Returns the first decision of the policy
+  // loaded with `params`, if any within 20 calls.
+  std::optional<PolicyDecision> EvaluateEveryFifthPeriod(PolicyScript::Params params,
+                                                         double wait, double wait_now,
+                                                         double pause = 0, int64_t lag = 0) {
+    Load(std::move(params));
     for (int call = 0; call < 20; ++call) {
       const bool evaluating = call % 5 == 2;
       for (int i = 0; i < kRanks; ++i) {
@@ -312,7 +313,7 @@ class AdaptiveTest : public ::testing::Test {
         r->set_work_ns(Ns(kStep));
         r->set_last_work_ns(Ns(kStep));
         r->set_silent_ns(Ns(kStep / 2));
-        r->set_done(1000 + call * 5);
+        r->set_done(1000 + call * 5 - (evaluating && i == 0 ? lag : 0));
         r->set_waiting(evaluating && i != 0);
         r->set_wait_now_ns(evaluating && i != 0 ? Ns(wait_now) : 0);
         r->set_wait_total_ns(r->wait_total_ns() + (evaluating && i != 0 ? Ns(wait) : 0));
@@ -717,11 +718,12 @@ TEST_F(AdaptiveTest, FromSyncABindingWaitGetsAWindow) {
 // stays. A straggler twice as slow makes the others wait most of each
 // period: it binds at once, and is left out once persistent (third call).
 TEST_F(AdaptiveTest, AnEvaluationStallBindsPerPeriodButNotOverTheHorizon) {
-  const auto per_period = EvaluateEveryFifthPeriod("5", 0.3, 0.2);
+  const auto per_period = EvaluateEveryFifthPeriod({{"horizon", "5"}}, 0.3, 0.2);
   ASSERT_TRUE(per_period.has_value()) << "0.3 s of 0.5 binds";
   EXPECT_EQ(per_period->rule, BarrierParams::Ssp(32));
   SetUp();
-  EXPECT_EQ(EvaluateEveryFifthPeriod("32", 0.3, 0.2), std::nullopt) << "0.3 s of 3.2 does not";
+  EXPECT_EQ(EvaluateEveryFifthPeriod({{"horizon", "32"}}, 0.3, 0.2), std::nullopt)
+      << "0.3 s of 3.2 does not";
 
   SetUp();
   Load({{"horizon", "32"}});  // the default
@@ -735,15 +737,22 @@ TEST_F(AdaptiveTest, AnEvaluationStallBindsPerPeriodButNotOverTheHorizon) {
 }
 
 // The same evaluations, reported by rank 0 as pauses (serene-train's
-// ReportPause): the waits they cause are not the barrier's to fix, and SYNC
-// stays even judged per period. Waits beyond what was reported still bind.
-TEST_F(AdaptiveTest, WaitsForAReportedPauseDoNotBind) {
-  EXPECT_EQ(EvaluateEveryFifthPeriod("5", 0.3, 0.05, 0.3), std::nullopt)
+// ReportPause): under sync() the waits they cause do not make the policy
+// leave exact steps, even judged per period; waits beyond what was reported
+// still bind. Under a window the waits are the window's, paused or not: a
+// pause with the lag past W binds as before.
+TEST_F(AdaptiveTest, UnderSyncWaitsForAReportedPauseDoNotBind) {
+  EXPECT_EQ(EvaluateEveryFifthPeriod({{"horizon", "5"}}, 0.3, 0.05, 0.3), std::nullopt)
       << "0.3 s of 0.5, all of it rank 0's reported pause";
   SetUp();
-  const auto beyond = EvaluateEveryFifthPeriod("5", 0.3, 0.05, 0.1);
+  const auto beyond = EvaluateEveryFifthPeriod({{"horizon", "5"}}, 0.3, 0.05, 0.1);
   ASSERT_TRUE(beyond.has_value()) << "0.2 s of 0.5 beyond the reported 0.1 s binds";
   EXPECT_EQ(beyond->rule, BarrierParams::Ssp(32));
+  SetUp();
+  const auto window = EvaluateEveryFifthPeriod({{"horizon", "5"}, {"start", "8"}}, 0.3, 0.05,
+                                               0.3, /*lag=*/9);
+  ASSERT_TRUE(window.has_value()) << "under ssp(8) a reported pause with lag 9 binds";
+  EXPECT_EQ(window->rule, BarrierParams::Ssp(32));
 }
 
 TEST_F(AdaptiveTest, MaxWCapsTheWindowBeforeAsync) {
