@@ -9,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "control/pause_reporter.h"
 #include "control/runtime_client.h"
 #include "control/telemetry_convert.h"
 #include "loadgen/aggregate_worker.h"
@@ -429,6 +430,33 @@ TEST(RuntimeApi, ReportedPausesAddUpPerRankAndGoWithTheJob) {
   ASSERT_TRUE(fresh.ok()) << fresh.status().message();
   EXPECT_EQ(fresh->ranks(0).paused_ns(), 0u);
   EXPECT_EQ(fresh->ranks(0).pauses(), 0u);
+}
+
+// serene-train's reporter: its reports reach the switch; once the switch is
+// gone it stops calling after kMaxFailures failures in a row (each bounded by
+// its timeout), so a rank trains on without paying for a dead API.
+TEST(RuntimeApi, APauseReporterReportsAndStopsAfterFailuresInARow) {
+  auto sw = std::make_unique<SwitchProcess>(std::vector<std::string>{"--job", kJob});
+  ASSERT_TRUE(sw->ok()) << sw->output();
+  auto reporter = PauseReporter::Create(sw->control_address(), "", 1, 1,
+                                        std::chrono::milliseconds(500));
+  ASSERT_TRUE(reporter.ok()) << reporter.status().message();
+  (*reporter)->Report(0.04);
+  (*reporter)->Report(0);  // not a pause: not sent
+  EXPECT_EQ((*reporter)->reported(), 1u);
+  auto t = Connect(*sw)->GetTelemetry(1);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->ranks(1).pauses(), 1u);
+  EXPECT_EQ(t->ranks(1).paused_ns(), 40'000'000u);
+
+  sw->Kill();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < PauseReporter::kMaxFailures + 2; ++i) (*reporter)->Report(0.04);
+  EXPECT_TRUE((*reporter)->stopped());
+  EXPECT_EQ((*reporter)->failures(), static_cast<uint64_t>(PauseReporter::kMaxFailures))
+      << "no call after the last failure in a row";
+  EXPECT_EQ((*reporter)->reported(), 1u);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
 TEST(RuntimeApi, AClientOfADeadSwitchFailsWithinItsTimeout) {

@@ -193,6 +193,12 @@ TEST(SereneTrainAppTest, BadFlagsFailWithAClearMessage) {
       {{"--rank", "0", "--world-size", "1", "--rendezvous", dir.Sub("r"), "--data-dir",
         dir.Sub("none")},
        "dataset-fashion-mnist"},
+      {{"--rank", "0", "--world-size", "1", "--rendezvous", dir.Sub("r"), "--control",
+        "127.0.0.1:7001"},
+       "--control and --control-token-file are for --backend serene"},
+      {{"--rank", "0", "--world-size", "1", "--backend", "serene", "--key", "5",
+        "--control-token-file", dir.Sub("token")},
+       "--control-token-file needs --control HOST:PORT"},
   };
   for (const Case& c : cases) {
     std::string joined;
