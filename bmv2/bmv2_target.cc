@@ -343,6 +343,12 @@ uint32_t Bmv2Target::EvictSilent() {
   return evicted;
 }
 
+Result<dataplane::JobConfig> Bmv2Target::JobConfig(uint16_t job) const {
+  auto j = Find(job);
+  if (!j.ok()) return j.status();
+  return j->config;
+}
+
 Result<dataplane::JobTelemetry> Bmv2Target::Telemetry(uint16_t job) const {
   auto j = Find(job);
   if (!j.ok()) return j.status();

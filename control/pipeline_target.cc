@@ -20,6 +20,10 @@ Result<dataplane::JobTelemetry> PipelineTarget::Telemetry(uint16_t job) const {
   return pipeline_->Telemetry(job);
 }
 
+Result<dataplane::JobConfig> PipelineTarget::JobConfig(uint16_t job) const {
+  return pipeline_->Config(job);
+}
+
 Status PipelineTarget::CreateJob(const dataplane::JobConfig& config) {
   return pipeline_->CreateJob(config);
 }

@@ -25,6 +25,7 @@ class PipelineTarget final : public SwitchTarget {
 
   std::vector<uint16_t> JobIds() const override;
   Result<dataplane::JobTelemetry> Telemetry(uint16_t job) const override;
+  Result<dataplane::JobConfig> JobConfig(uint16_t job) const override;
   Status CreateJob(const dataplane::JobConfig& config) override;
   Status DeleteJob(uint16_t job) override;
   Result<TargetPolicyChange> SetPolicy(uint16_t job, const dataplane::BarrierParams& params,

@@ -171,9 +171,9 @@ grpc::Status RuntimeService::SetPolicy(grpc::ServerContext* ctx, const v1::SetPo
   uint16_t job = 0;
   if (Status s = JobId(req->job(), &job); !s.ok()) return Fail(s);
   if (!req->has_rule()) return Fail(Status::InvalidArgument("rule: missing"));
-  auto t = target_->Telemetry(job);
-  if (!t.ok()) return Fail(t.status());
-  auto rule = RuleFromProto(req->rule(), t->config.workers, "rule");
+  auto config = target_->JobConfig(job);
+  if (!config.ok()) return Fail(config.status());
+  auto rule = RuleFromProto(req->rule(), config->workers, "rule");
   if (!rule.ok()) return Fail(rule.status());
   std::optional<uint32_t> at;
   if (req->has_effective_clock()) at = req->effective_clock();
@@ -241,12 +241,12 @@ grpc::Status RuntimeService::ReportPause(grpc::ServerContext* ctx,
   if (grpc::Status a = Admit(*ctx); !a.ok()) return a;
   uint16_t job = 0;
   if (Status s = JobId(req->job(), &job); !s.ok()) return Fail(s);
-  auto t = target_->Telemetry(job);
-  if (!t.ok()) return Fail(t.status());
-  if (req->rank() >= t->config.workers) {
+  auto config = target_->JobConfig(job);
+  if (!config.ok()) return Fail(config.status());
+  if (req->rank() >= config->workers) {
     return Fail(Status::InvalidArgument("rank " + std::to_string(req->rank()) + ": job " +
                                         std::to_string(job) + " has ranks 0.." +
-                                        std::to_string(t->config.workers - 1)));
+                                        std::to_string(config->workers - 1)));
   }
   if (req->pause_ns() == 0 || req->pause_ns() > kMaxPauseNs) {
     return Fail(Status::InvalidArgument("pause_ns " + std::to_string(req->pause_ns()) +

@@ -42,6 +42,10 @@ class SwitchTarget {
   virtual std::vector<uint16_t> JobIds() const = 0;
   // NotFound for an unknown job.
   virtual Result<dataplane::JobTelemetry> Telemetry(uint16_t job) const = 0;
+  // The job's geometry as created (fixed for its life), without reading its
+  // registers: for checks that need only the rank count or the row width.
+  // NotFound for an unknown job.
+  virtual Result<dataplane::JobConfig> JobConfig(uint16_t job) const = 0;
   // FailedPrecondition when every job slot is in use; InvalidArgument for a
   // config the target cannot hold (naming the field).
   virtual Status CreateJob(const dataplane::JobConfig& config) = 0;

@@ -58,6 +58,8 @@ std::string RankTable(const v1::JobTelemetry& t) {
                {"SILENT", true},
                {"WORK TIME", true},
                {"ITER TIME", true},
+               {"PAUSED", true},
+               {"PAUSES", true},
                {"INCS DUP", true},
                {"NACKS", true},
                {"ERRORS", true},
@@ -69,6 +71,7 @@ std::string RankTable(const v1::JobTelemetry& t) {
          r.waiting() ? HumanDuration(r.wait_now_ns()) : "-", HumanDuration(r.wait_total_ns()),
          HumanDurationOrDash(r.silent_ns()), r.work_ns() == 0 ? "-" : HumanDuration(r.work_ns()),
          r.iter_ns() == 0 ? "-" : HumanDuration(r.iter_ns()),
+         r.pauses() == 0 ? "-" : HumanDuration(r.paused_ns()), std::to_string(r.pauses()),
          std::to_string(r.counters().incs_duplicate()), std::to_string(r.counters().nacks()),
          std::to_string(r.counters().errors()), r.address().empty() ? "-" : r.address()});
   }

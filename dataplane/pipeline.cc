@@ -335,6 +335,12 @@ Status Pipeline::Finish(uint16_t job, Timestamp now, Output* out) {
   return Status::Ok();
 }
 
+Result<JobConfig> Pipeline::Config(uint16_t job) const {
+  std::shared_ptr<JobState> j = Find(job);
+  if (j == nullptr) return NoJob(job);
+  return j->config;
+}
+
 Result<JobTelemetry> Pipeline::Telemetry(uint16_t job) const {
   std::shared_ptr<JobState> j = Find(job);
   if (j == nullptr) return NoJob(job);

@@ -176,6 +176,8 @@ class Pipeline {
   // A copy of the job's registers and counters, read under its shared lock:
   // INC and READ go on meanwhile (their counters are read as they stand).
   Result<JobTelemetry> Telemetry(uint16_t job) const;
+  // The job's config as created (immutable for its life); no lock on its state.
+  Result<JobConfig> Config(uint16_t job) const;
   std::vector<uint16_t> JobIds() const;
   GlobalCounters global_counters() const;
 

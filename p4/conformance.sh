@@ -50,6 +50,9 @@ CTL=("$BIN/serene-ctl" --control "$CONTROL")
 grep -q "^ *8  *2  *2  *1000  *64 " "$LOG.ctl" || { cat "$LOG.ctl"; fail "serene-ctl jobs: job 8 not listed"; }
 "${CTL[@]}" telemetry 7 >"$LOG.ctl" || fail "serene-ctl telemetry 7"
 grep -q "finished yes" "$LOG.ctl" || { cat "$LOG.ctl"; fail "telemetry: job 7 is not finished"; }
+# A rule is checked against the job's rank count (the target's JobConfig).
+if "${CTL[@]}" policy set 8 quorum:3:inf 2>"$LOG.ctl"; then fail "a quorum of 3 in a 2-rank job was accepted"; fi
+grep -q "the job has 2 ranks" "$LOG.ctl" || { cat "$LOG.ctl"; fail "the quorum's refusal does not say why"; }
 "${CTL[@]}" policy set 8 ssp:4 || fail "serene-ctl policy set 8 ssp:4"
 "${CTL[@]}" policy get 8 >"$LOG.ctl" || fail "serene-ctl policy get 8"
 grep -q "pending *ssp:4 from clock 0 (epoch 1)" "$LOG.ctl" || { cat "$LOG.ctl"; fail "job 8's change is not pending"; }

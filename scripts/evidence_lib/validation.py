@@ -2,6 +2,7 @@
 its tables."""
 import glob
 import json
+import math
 import os
 import statistics
 
@@ -15,6 +16,22 @@ from .common import (fail, fmt_range, machine, machines_line, no_records, read_r
 # SYNC within VALIDATION_BOUND points of the real runs' (median of the
 # per-seed differences).
 VALIDATION_BOUND = 3.0
+
+
+def median_interval(xs, level=0.95):
+    """A distribution-free interval for the median of xs: (x_(k), x_(n+1-k))
+    with the largest k whose coverage, 1 - 2 P(Binomial(n, 1/2) < k), is at
+    least `level`. None when n is too small for any (n < 6 at 95 %)."""
+    xs = sorted(xs)
+    n = len(xs)
+    below = 0.0  # P(Binomial(n, 1/2) < k)
+    best = None
+    for k in range(1, n // 2 + 1):
+        below += math.comb(n, k - 1) / 2 ** n
+        if 1 - 2 * below < level:
+            break
+        best = (xs[k - 1], xs[n - k])
+    return best
 
 
 def record_validation(args):
@@ -70,6 +87,7 @@ def table_validation(scenario):
                  "simulated | compute ms/iter | evaluation ms |",
                  "|---|---|---|---|---|---|---|---|---|---|"]
         worst = 0.0
+        intervals = []
         for label in labels:
             real_pct, sim_pct, diff = [], [], []
             for s in seeds:
@@ -84,6 +102,9 @@ def table_validation(scenario):
             rs = [runs[(s, label)] for s in seeds if (s, label) in runs]
             if diff:
                 worst = max(worst, abs(statistics.median(diff)))
+            interval = median_interval(diff) if label != "SYNC" else None
+            if interval:
+                intervals.append(f"{label} {interval[0]:+.1f} … {interval[1]:+.1f}")
             f1 = lambda x: f"{x:.1f}"
             per_iteration = lambda jct, its: [1e3 * r[jct] / r[its] for r in rs if r[its] > 0]
             lines.append("| {} | {} | {} | {} | {} | {} | {} / {} | {} / {} | {} | {} |".format(
@@ -100,6 +121,10 @@ def table_validation(scenario):
         lines.append("")
         lines.append(f"Largest median difference: {worst:.1f} pt. Within {VALIDATION_BOUND:.0f} "
                      f"points: {'met' if worst <= VALIDATION_BOUND else 'not met'} (median).")
+        if intervals:
+            lines.append("")
+            lines.append("95 % interval of the median difference (order statistics, no "
+                         "assumption on the distribution): " + "; ".join(intervals) + " pt.")
         lines.append("")
         lines.append(machines_line(records))
         return lines

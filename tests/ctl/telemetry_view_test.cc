@@ -42,6 +42,8 @@ v1::JobTelemetry TwoRanks() {
   r0->set_silent_ns(1'000'000);
   r0->set_work_ns(12'000'000);
   r0->set_iter_ns(15'000'000);
+  r0->set_paused_ns(80'000'000);
+  r0->set_pauses(2);
   r0->set_address("127.0.0.1:40000");
   r0->mutable_counters()->set_incs_duplicate(5);
   r0->mutable_counters()->set_nacks(2);
@@ -66,11 +68,13 @@ TEST(TelemetryViewTest, SummaryLines) {
 TEST(TelemetryViewTest, RankTable) {
   const std::string text = RenderTelemetry(TwoRanks());
   EXPECT_THAT(text, HasSubstr("RANK  LIVE  WAITING  DONE  LAG  WAIT NOW  WAIT TOTAL  SILENT  "
-                              "WORK TIME  ITER TIME  INCS DUP  NACKS  ERRORS  ADDRESS\n"));
+                              "WORK TIME  ITER TIME  PAUSED  PAUSES  INCS DUP  NACKS  ERRORS  "
+                              "ADDRESS\n"));
   EXPECT_THAT(text, HasSubstr("   0  yes   yes         9    0       2ms        1.5s     1ms  "
-                              "     12ms       15ms         5      2       0  127.0.0.1:40000\n"));
+                              "     12ms       15ms    80ms       2         5      2       0  "
+                              "127.0.0.1:40000\n"));
   EXPECT_THAT(text, HasSubstr("   1  no    no          -    -         -           0       -  "
-                              "        -          -         0      0       0  -\n"));
+                              "        -          -       -       0         0      0       0  -\n"));
 }
 
 TEST(TelemetryViewTest, NoEvictionAndNothingCounted) {

@@ -29,6 +29,22 @@ TEST(Pipeline, CreateJobRefusesDuplicatesAndInvalidConfigs) {
   EXPECT_EQ(p.DeleteJob(5).code(), Status::Code::kNotFound);
 }
 
+TEST(Pipeline, ConfigIsTheJobAsCreatedAndNotFoundOnceDeleted) {
+  dataplane::Pipeline p;
+  JobConfig job = Job(3, BarrierParams::Ssp(4));
+  job.id = 7;
+  ASSERT_TRUE(p.CreateJob(job).ok());
+  auto config = p.Config(7);
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  EXPECT_EQ(config->id, 7);
+  EXPECT_EQ(config->workers, 3u);
+  EXPECT_EQ(config->row_width, job.row_width);
+  EXPECT_EQ(config->rows(), job.rows());
+  EXPECT_EQ(p.Config(8).status().code(), Status::Code::kNotFound);
+  ASSERT_TRUE(p.DeleteJob(7).ok());
+  EXPECT_EQ(p.Config(7).status().code(), Status::Code::kNotFound);
+}
+
 TEST(Pipeline, NonZeroRanksCannotSeed) {
   Harness h;
   h.CreateJob(Job(2, BarrierParams::Sync()));

@@ -67,6 +67,25 @@ class ValidationFigureTest(ScratchDataTest):
                              3: ((10, 6), (5, 3.0))})  # +4, +4, -0 -> median +4
         self.assertIn("Within 3 points: not met", "\n".join(table))
 
+    def test_the_median_interval_is_by_order_statistics(self):
+        # n = 10: P(Binomial(10, 1/2) <= 1) = 11/1024, so (x_(2), x_(9)) covers 97.9 %;
+        # (x_(3), x_(8)) only 89 %.
+        self.assertEqual(validation.median_interval(list(range(10, 0, -1))), (2, 9))
+        self.assertEqual(validation.median_interval(list(range(1, 6))), None)  # 93.75 % at most
+        self.assertEqual(validation.median_interval(list(range(1, 7))), (1, 6))  # 96.9 %
+        self.assertEqual(validation.median_interval(list(range(1, 21))), (6, 15))  # 95.9 %
+
+    def test_the_table_gives_the_median_interval_from_six_seeds(self):
+        seeds = {s: ((10, 7), (5, 3.5 + 0.05 * s)) for s in range(1, 7)}  # +1 .. +6 pt
+        table = "\n".join(self.record(seeds))
+        self.assertIn("95 % interval of the median difference", table)
+        self.assertIn("ASYNC +1.0 … +6.0 pt", table)
+        self.assertNotIn("SYNC +", table.replace("ASYNC +", ""))
+
+    def test_five_seeds_give_no_median_interval(self):
+        seeds = {s: ((10, 7), (5, 3.5 + 0.05 * s)) for s in range(1, 6)}
+        self.assertNotIn("95 % interval", "\n".join(self.record(seeds)))
+
     def test_a_missing_simulated_twin_is_refused(self):
         out = os.path.join(self.tmp.name, "n4")
         self.write(f"{out}/real-1/results.json", [run("SYNC", "sync", 10)])
