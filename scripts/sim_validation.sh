@@ -8,7 +8,8 @@
 # in serene-sim with the compute time per iteration and the time per
 # evaluation that run measured, and records both, seed by seed, in
 # docs/data/sim-validation.jsonl (scripts/evidence.py record-validation).
-# Real time: run it on a quiet machine (~50 min on 2 cores for 5 seeds).
+# Real time: run it on a quiet machine (~50 min on 2 cores for 5 seeds; the
+# floor sizes ~2.5 (4 ranks) and ~3.5 (8) min per seed).
 #   bash scripts/sim_validation.sh                          # n4, n8, n4-floor, n8-floor; seeds 1-5
 #   bash scripts/sim_validation.sh --sizes "4 8-floor" --seeds "1 2" --out /tmp/v
 #   bash scripts/sim_validation.sh --no-record              # outputs only, in --out
@@ -20,7 +21,7 @@ OUT=
 SEEDS="1 2 3 4 5"
 SIZES="4 8 4-floor 8-floor"
 record=1
-usage() { sed -n '2,14p' "$0"; }
+usage() { sed -n '2,15p' "$0"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bin-dir) BIN="$2"; shift 2 ;;
