@@ -72,7 +72,11 @@ for i, r in enumerate(j["runs"]):
 PY
     while read -r i policy compute_ms eval_ms; do
       echo "--- n$n seed $s run $i ($policy): simulated with compute $compute_ms ms, evaluation $eval_ms ms"
-      "$BIN/serene-sim" -c "$scenario" --seed "$s" --runs "$policy" --compute-ms "$compute_ms" \
+      # The twin computes with the kernels the real ranks used (this CPU's
+      # own): serene-sim otherwise pins AVX2's, which round differently on
+      # an AVX-512 CPU and make the two runs' models drift apart
+      # (sim/math_kernels.h).
+      SERENE_MATH_KERNELS=native "$BIN/serene-sim" -c "$scenario" --seed "$s" --runs "$policy" --compute-ms "$compute_ms" \
         --eval-ms "$eval_ms" --out "$OUT/n$n/sim-$s-$i" | grep -E '^  JCT' || true
     done < "$OUT/n$n/calibration-$s.txt"
   done
