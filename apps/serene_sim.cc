@@ -77,6 +77,9 @@ int main(int argc, char** argv) {
   const std::vector<std::array<std::string, 3>> sim_flags = {
       {"--link", "link",
        "Every rank's links: latency=DURATION,gbps=G,loss=P (default latency=5us,gbps=10,loss=0)"},
+      {"--switch-us", "switch_us",
+       "The switch's time per packet in µs, one packet after another; 0 = when it arrives, as a "
+       "hardware pipeline at line rate (default 0)"},
       {"--compute-ms", "compute_ms",
        "Virtual time of one step's computation in ms, or auto: measured once on this machine "
        "(the median of 15 real steps of the model) (default auto)"},
@@ -178,11 +181,14 @@ int main(int argc, char** argv) {
   }
   fmt::print(
       "serene-sim '{}': {} x {} ranks, straggler {} on ranks {} (relative to {}), target {}, "
-      "budget {} steps; link {}; compute {:.3f} ms ± {:.0f}%{}{}; seeds {}; math kernels {}\n"
+      "budget {} steps; link {}{}; compute {:.3f} ms ± {:.0f}%{}{}; seeds {}; math kernels {}\n"
       "output: {}\n\n",
       scenario->name, scenario->workers, st::ModelKindName(scenario->model), scenario->straggler,
       scenario->straggler_ranks, sim::StragglerBaseName(settings->straggler_base),
       scenario->target_accuracy, scenario->steps, settings->link.ToString(),
+      settings->switch_service_s > 0
+          ? fmt::format("; switch {:.1f} us per packet", 1e6 * settings->switch_service_s)
+          : "",
       1e3 * *settings->compute_s, 100 * settings->jitter,
       settings->eval_s > 0 ? fmt::format(", evaluation {:.1f} ms", 1e3 * settings->eval_s) : "",
       settings->timing_only ? "; timing only" : "", fmt::join(seeds, ","), sim::MathKernels(),

@@ -13,6 +13,9 @@
 #   bash scripts/sim_validation.sh                          # n4, n8, n4-floor, n8-floor; seeds 1-5
 #   bash scripts/sim_validation.sh --sizes "4 8-floor" --seeds "1 2" --out /tmp/v
 #   bash scripts/sim_validation.sh --no-record              # outputs only, in --out
+#   bash scripts/sim_validation.sh --resimulate /tmp/v --sizes 4-floor
+#       # keep the real runs in /tmp/v/nN/real-S, simulate their twins again
+#       # and record (after a simulator change; deterministic, no quiet host)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,14 +24,18 @@ OUT=
 SEEDS="1 2 3 4 5"
 SIZES="4 8 4-floor 8-floor"
 record=1
-usage() { sed -n '2,15p' "$0"; }
+resimulate=0
+usage() { sed -n '2,18p' "$0"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bin-dir) BIN="$2"; shift 2 ;;
-    --out) OUT="$2"; shift 2 ;;
+    --out) [[ $resimulate -eq 0 ]] || { echo "sim_validation.sh: --out and --resimulate name the same directory; give one" >&2; exit 2; }
+           OUT="$2"; shift 2 ;;
     --seeds) SEEDS="$2"; shift 2 ;;
     --sizes) SIZES="$2"; shift 2 ;;
     --no-record) record=0; shift ;;
+    --resimulate) [[ -z $OUT ]] || { echo "sim_validation.sh: --out and --resimulate name the same directory; give one" >&2; exit 2; }
+                  OUT="$2"; resimulate=1; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "sim_validation.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -40,6 +47,14 @@ for n in $SIZES; do
   [[ -f experiments/validation-n$n.toml ]] ||
     { echo "sim_validation.sh: --sizes: no experiments/validation-n$n.toml (4, 8, 4-floor and 8-floor exist)" >&2; exit 2; }
 done
+if [[ $resimulate -eq 1 ]]; then
+  for n in $SIZES; do
+    for s in $SEEDS; do
+      [[ -f "$OUT/n$n/real-$s/results.json" ]] ||
+        { echo "sim_validation.sh: --resimulate: no $OUT/n$n/real-$s/results.json (a real run of an earlier sim_validation.sh --out $OUT; choose --sizes and --seeds it ran)" >&2; exit 2; }
+    done
+  done
+fi
 for b in serene-experiment serene-sim; do
   [[ -x "$BIN/$b" ]] || { echo "sim_validation.sh: no $BIN/$b; build first (README.md)" >&2; exit 1; }
 done
@@ -54,8 +69,12 @@ started=$(date +%s)
 for n in $SIZES; do
   scenario=experiments/validation-n$n.toml
   for s in $SEEDS; do
-    echo "=== n$n seed $s: real runs ($(( $(date +%s) - started )) s so far)"
-    "$BIN/serene-experiment" -c "$scenario" --seed "$s" --out "$OUT/n$n/real-$s" | tail -n 5
+    if [[ $resimulate -eq 0 ]]; then
+      echo "=== n$n seed $s: real runs ($(( $(date +%s) - started )) s so far)"
+      "$BIN/serene-experiment" -c "$scenario" --seed "$s" --out "$OUT/n$n/real-$s" | tail -n 5
+    else
+      echo "=== n$n seed $s: the real runs of $OUT/n$n/real-$s ($(( $(date +%s) - started )) s so far)"
+    fi
     # Per run: index, policy, compute ms per iteration and ms per evaluation
     # as the real run measured them.
     $PY - "$OUT/n$n/real-$s/results.json" > "$OUT/n$n/calibration-$s.txt" <<'PY'

@@ -349,7 +349,9 @@ void SimRank::AfterPull() {
   step_loss_ = *loss;
   const double u =
       o_.compute.jitter > 0 ? jitter_rng_.Uniform(-o_.compute.jitter, o_.compute.jitter) : 0.0;
-  const double compute_s = std::max(o_.compute.floor_s, o_.compute.compute_s) * (1 + u);
+  // The jitter is the computation's own variation; the floor is a sleep to a
+  // fixed length after it (serene-train --compute-floor-ms), so it is not jittered.
+  const double compute_s = std::max(o_.compute.floor_s, o_.compute.compute_s * (1 + u));
   m_.compute_s += compute_s;
   double sleep_s = 0;
   if (straggler_) {

@@ -30,6 +30,7 @@ Result<SimulationOptions> OptionsForRun(const experiment::Scenario& s, size_t in
   o.params = run.params;
   o.control_period_s = s.control_period_ms * 1e-3;
   o.link = settings.link;
+  o.switch_service_s = settings.switch_service_s;
   o.compute = {*settings.compute_s, settings.jitter, settings.eval_s, s.compute_floor_ms * 1e-3};
   if (s.straggler != "none") {
     auto spec = train::ParseStragglerSpec(s.straggler);

@@ -8,9 +8,9 @@
 namespace serene::sim {
 
 const std::vector<std::string_view>& SimSettingKeys() {
-  static const std::vector<std::string_view> kKeys = {"link",         "compute_ms",    "jitter",
-                                                      "eval_ms",      "straggler_base", "timing_only",
-                                                      "seeds",        "max_virtual_s",  "evict_after_s"};
+  static const std::vector<std::string_view> kKeys = {
+      "link",        "switch_us", "compute_ms",    "jitter",       "eval_ms",
+      "straggler_base", "timing_only", "seeds", "max_virtual_s", "evict_after_s"};
   return kKeys;
 }
 
@@ -36,6 +36,12 @@ Status SetSimSetting(std::string_view key, std::string_view value, const std::st
     auto link = LinkSpec::Parse(value);
     if (!link.ok()) return Status::InvalidArgument(where + ": " + link.status().message());
     s->link = *link;
+  } else if (key == "switch_us") {
+    double us = 0;
+    if (!ParseDouble(value, &us) || us < 0 || us > 1e6) {
+      return bad("the switch's time per packet in microseconds, 0..1000000 (0 = at arrival)");
+    }
+    s->switch_service_s = us * 1e-6;
   } else if (key == "compute_ms") {
     double ms = 0;
     if (value == "auto") {

@@ -21,6 +21,7 @@ namespace serene::sim {
 
 struct SimSettings {
   LinkSpec link;                    // link: every rank's links
+  double switch_service_s = 0;      // switch_us: the switch's time per packet; 0 = at arrival
   std::optional<double> compute_s;  // compute_ms: time per step; nullopt = "auto" (measure)
   double jitter = 0.05;             // jitter: compute × (1 ± jitter), uniform
   double eval_s = 0;                // eval_ms: virtual time of one evaluation on rank 0
@@ -34,7 +35,7 @@ struct SimSettings {
 // The keys, in documentation order.
 const std::vector<std::string_view>& SimSettingKeys();
 
-// Sets one key from text ("link" "latency=5us,gbps=10", "compute_ms" "6" or
+// Sets one key from text ("link" "latency=5us,gbps=10", "switch_us" "12", "compute_ms" "6" or
 // "auto", "jitter" "0.05", "eval_ms" "40", "straggler_base" "compute"|"iteration"|"wall_iteration",
 // "timing_only" "true"|"false", "seeds" "1,2,3", "max_virtual_s" "3600", "evict_after_s" "10").
 // `where` names the setting in errors. Errors: InvalidArgument naming

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "dataplane/barrier_params.h"
@@ -145,12 +146,15 @@ class World {
   }
 
  private:
-  // Covers a pull of the whole model over one link plus a generous margin, so
-  // that without loss nothing is re-sent (docs/simulator.md).
+  // Covers a pull of the whole model over one link, every rank's rows
+  // through a switch that takes time per packet (pushes and READs), plus a
+  // generous margin, so that without loss nothing is re-sent (docs/simulator.md).
   SimTime RetransmissionTimeout() const {
     const double bytes = static_cast<double>(work_.elements()) * 4 * o_.workers;
-    return FromSeconds(
-        std::max(0.01, 4 * (2 * o_.link.latency_s + bytes * 8 / (o_.link.gbps * 1e9))));
+    const double rows = std::ceil(static_cast<double>(work_.elements()) / o_.row_width);
+    const double switch_s = 2 * (rows + 1) * o_.workers * o_.switch_service_s;
+    return FromSeconds(std::max(
+        0.01, 4 * (2 * o_.link.latency_s + bytes * 8 / (o_.link.gbps * 1e9) + switch_s)));
   }
 
   bool AllDone() const {
@@ -199,22 +203,30 @@ class World {
     if (!at) return;
     const uint32_t slot = packets_in_flight_.Put(datagram);
     events_.At(*at, [this, rank, slot] {
-      const std::span<const uint8_t> bytes = packets_in_flight_.Get(slot);
-      out_.Clear();
-      const dataplane::ProcessResult res =
-          pipeline_.Process(bytes, RankEndpoint(rank), SwitchEndpoint(),
-                            static_cast<dataplane::Timestamp>(events_.now()), &out_);
-      // Held at the barrier; not at clock 0, the setup before the run
-      // clocks start (every rank waits there for rank 0's initial model).
-      if ((res.verdict == dataplane::Verdict::kWaiting ||
-           (res.verdict == dataplane::Verdict::kDropped &&
-            res.reason == dataplane::DropReason::kClockWaiting)) &&
-          ClockOf(bytes) != 0) {
-        hold_.Held(rank, events_.now());
-      }
-      packets_in_flight_.Free(slot);
-      Route(out_);
+      if (switch_service_ == 0) return Process(rank, slot);
+      // Queued behind the packets that arrived before it.
+      switch_busy_until_ = std::max(switch_busy_until_, events_.now()) + switch_service_;
+      events_.At(switch_busy_until_, [this, rank, slot] { Process(rank, slot); });
     });
+  }
+
+  // The switch processes the datagram in `slot` from `rank` now.
+  void Process(int rank, uint32_t slot) {
+    const std::span<const uint8_t> bytes = packets_in_flight_.Get(slot);
+    out_.Clear();
+    const dataplane::ProcessResult res =
+        pipeline_.Process(bytes, RankEndpoint(rank), SwitchEndpoint(),
+                          static_cast<dataplane::Timestamp>(events_.now()), &out_);
+    // Held at the barrier; not at clock 0, the setup before the run
+    // clocks start (every rank waits there for rank 0's initial model).
+    if ((res.verdict == dataplane::Verdict::kWaiting ||
+         (res.verdict == dataplane::Verdict::kDropped &&
+          res.reason == dataplane::DropReason::kClockWaiting)) &&
+        ClockOf(bytes) != 0) {
+      hold_.Held(rank, events_.now());
+    }
+    packets_in_flight_.Free(slot);
+    Route(out_);
   }
 
   void Route(const dataplane::Output& out) {
@@ -270,6 +282,8 @@ class World {
   uint64_t evictions_ = 0;
   std::unique_ptr<SimController> controller_;
   std::vector<Link> up_, down_;
+  const SimTime switch_service_ = FromSeconds(o_.switch_service_s);
+  SimTime switch_busy_until_ = 0;  // when the switch is done with the packets that arrived
   std::vector<std::unique_ptr<SimRank>> ranks_;
   uint64_t packets_ = 0;
   BarrierHold hold_{o_.workers};
@@ -283,6 +297,10 @@ Result<SimulationResult> RunSimulation(const SimulationOptions& options, RankWor
   if (options.eval_every < 1) return Status::InvalidArgument("eval_every must be >= 1");
   if (options.evict_after_s < 0 || options.evict_after_s > 3600 || options.evict_check_s <= 0) {
     return Status::InvalidArgument("evict_after_s must be 0..3600 and evict_check_s > 0");
+  }
+  if (!(options.switch_service_s >= 0 && options.switch_service_s <= 1)) {
+    return Status::InvalidArgument("switch_service_s must be 0..1 s per packet, got " +
+                                   std::to_string(options.switch_service_s));
   }
   if (options.max_steps < 1 && options.target_accuracy <= 0) {
     return Status::InvalidArgument("set max_steps or a target accuracy: the job would never end");

@@ -42,6 +42,10 @@ struct SimulationOptions {
   double control_period_s = 0.25;  // a script's on_telemetry period, virtual seconds
 
   LinkSpec link;  // every rank's uplink and downlink
+  // The switch's time per packet, one packet after another in arrival order;
+  // 0: it processes a packet when it arrives (a hardware pipeline at line
+  // rate). A software switch sharing a host's cores is not.
+  double switch_service_s = 0;
   ComputeModel compute;
   std::optional<train::StragglerSpec> straggler;  // applied to straggler_ranks
   std::vector<int> straggler_ranks;

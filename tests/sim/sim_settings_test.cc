@@ -15,7 +15,9 @@ TEST(SimSettingsTest, DefaultsAndEveryKey) {
   EXPECT_FALSE(s->compute_s.has_value());  // auto: measured
   EXPECT_EQ(s->straggler_base, StragglerBase::kCompute);
   EXPECT_TRUE(s->seeds.empty());
+  EXPECT_EQ(s->switch_service_s, 0);  // a hardware pipeline: no queue
   s = SimSettingsFromTable({{"link", "latency=1ms,gbps=1"},
+                            {"switch_us", "12.5"},
                             {"compute_ms", "6.5"},
                             {"jitter", "0"},
                             {"eval_ms", "40"},
@@ -26,6 +28,7 @@ TEST(SimSettingsTest, DefaultsAndEveryKey) {
                            "t");
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_DOUBLE_EQ(s->link.latency_s, 1e-3);
+  EXPECT_DOUBLE_EQ(s->switch_service_s, 12.5e-6);
   EXPECT_DOUBLE_EQ(*s->compute_s, 0.0065);
   EXPECT_EQ(s->jitter, 0);
   EXPECT_DOUBLE_EQ(s->eval_s, 0.04);
@@ -43,7 +46,8 @@ TEST(SimSettingsTest, BadValuesAreRefusedNamingWhereAndWhat) {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"compute_ms", "0"},    {"compute_ms", "soon"}, {"jitter", "1"},  {"straggler_base", "wall"},
       {"timing_only", "yes"}, {"seeds", "1,,2"},      {"seeds", "2,2"}, {"max_virtual_s", "-1"},
-      {"link", "gbps=0"},     {"speed", "1"},         {"eval_ms", "-1"}, {"eval_ms", "x"}};
+      {"link", "gbps=0"},     {"speed", "1"},         {"eval_ms", "-1"}, {"eval_ms", "x"},
+      {"switch_us", "-1"},    {"switch_us", "fast"}};
   for (const auto& [key, value] : bad) {
     SimSettings s;
     Status st = SetSimSetting(key, value, "f.toml: [sim] " + key, &s);
