@@ -36,10 +36,21 @@ def median_interval(xs, level=0.95):
 
 def record_validation(args):
     """OUT holds real-S/ (serene-experiment) and sim-S-I/ (serene-sim, run I
-    of the real one) per seed S, and calibration-S.txt."""
+    of the real one) per seed S, calibration-S.txt, and switch-us.txt (the
+    simulated switch's time per packet the twins were given, if any)."""
     m = machine()
     if args.commit:
         m["commit"] = args.commit
+    switch_us = 0.0
+    switch_path = os.path.join(args.out, "switch-us.txt")
+    if os.path.exists(switch_path):
+        with open(switch_path) as f:
+            switch_us = float(f.read().strip())
+        host = os.path.join(args.out, "host-sync", "results.json")
+        with open(host) as f:
+            run = json.load(f)["runs"][0]
+        m["host_sync_clock_ms"] = round(1e3 * run["job_completion_s"] / run["iterations_rank0"], 3)
+    m["switch_us"] = switch_us
     records = []
     for real_path in sorted(glob.glob(os.path.join(args.out, "real-*", "results.json"))):
         seed = int(os.path.basename(os.path.dirname(real_path)).split("-", 1)[1])
@@ -70,6 +81,17 @@ def record_validation(args):
     replace_records("sim-validation", args.scenario, records)
 
 
+def switch_text(records):
+    """The simulated switch's time per packet, as the twins were given it."""
+    us = {r.get("switch_us", 0.0) for r in records}
+    if us == {0.0}:
+        return " The simulated switch processes a packet when it arrives."
+    clocks = sorted({r["host_sync_clock_ms"] for r in records if "host_sync_clock_ms" in r})
+    return (" The simulated switch takes " + " / ".join(f"{u:.2f}" for u in sorted(us))
+            + " µs per packet, one after another: what makes its straggler-free SYNC clock as "
+            "long as this host's (" + " / ".join(f"{c:.2f}" for c in clocks) + " ms).")
+
+
 def table_validation(scenario):
     def gen():
         records = [r for r in read_records("sim-validation") if r["scenario"] == scenario]
@@ -81,7 +103,8 @@ def table_validation(scenario):
         labels = list(dict.fromkeys(r["label"] for r in records))
         lines = [f"{records[0]['workers']} ranks, {len(seeds)} seeds "
                  f"({', '.join(str(s) for s in seeds)}); median (min–max) over seeds; the "
-                 "difference is the simulated ratio minus the real one, seed by seed.", "",
+                 "difference is the simulated ratio minus the real one, seed by seed."
+                 + switch_text(records), "",
                  "| run | real JCT % of SYNC | simulated | difference (pt) | real JCT (s) | "
                  "simulated (s) | iterations real / simulated | ms per iteration real / "
                  "simulated | compute ms/iter | evaluation ms |",

@@ -86,6 +86,24 @@ class ValidationFigureTest(ScratchDataTest):
         seeds = {s: ((10, 7), (5, 3.5 + 0.05 * s)) for s in range(1, 6)}
         self.assertNotIn("95 % interval", "\n".join(self.record(seeds)))
 
+    def test_without_a_calibration_the_switch_is_a_pipeline(self):
+        table = "\n".join(self.record({1: ((10, 7), (5, 3.6))}))
+        self.assertIn("The simulated switch processes a packet when it arrives.", table)
+        self.assertEqual({r["switch_us"] for r in common.read_records("sim-validation")}, {0.0})
+
+    def test_the_switch_calibration_is_recorded_and_stated(self):
+        out = os.path.join(self.tmp.name, "n4")
+        self.write(f"{out}/host-sync/results.json", [run("SYNC", "sync", 9.6, iterations=300)])
+        with open(f"{out}/switch-us.txt", "w") as f:
+            f.write("12.35\n")
+        table = "\n".join(self.record({1: ((10, 7), (5, 3.6))}))
+        self.assertIn("The simulated switch takes 12.35 µs per packet, one after another: what "
+                      "makes its straggler-free SYNC clock as long as this host's (32.00 ms).",
+                      table)
+        records = common.read_records("sim-validation")
+        self.assertEqual({r["switch_us"] for r in records}, {12.35})
+        self.assertEqual({r["host_sync_clock_ms"] for r in records}, {32.0})
+
     def test_a_missing_simulated_twin_is_refused(self):
         out = os.path.join(self.tmp.name, "n4")
         self.write(f"{out}/real-1/results.json", [run("SYNC", "sync", 10)])
