@@ -9,8 +9,8 @@ namespace serene::sim {
 
 const std::vector<std::string_view>& SimSettingKeys() {
   static const std::vector<std::string_view> kKeys = {
-      "link",        "switch_us", "compute_ms",    "jitter",       "eval_ms",
-      "straggler_base", "timing_only", "seeds", "max_virtual_s", "evict_after_s"};
+      "link",           "switch_us",   "compute_ms", "jitter",        "eval_ms",
+      "straggler_base", "timing_only", "seeds",      "max_virtual_s", "evict_after_s"};
   return kKeys;
 }
 

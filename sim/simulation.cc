@@ -153,8 +153,8 @@ class World {
     const double bytes = static_cast<double>(work_.elements()) * 4 * o_.workers;
     const double rows = std::ceil(static_cast<double>(work_.elements()) / o_.row_width);
     const double switch_s = 2 * (rows + 1) * o_.workers * o_.switch_service_s;
-    return FromSeconds(std::max(
-        0.01, 4 * (2 * o_.link.latency_s + bytes * 8 / (o_.link.gbps * 1e9) + switch_s)));
+    return FromSeconds(
+        std::max(0.01, 4 * (2 * o_.link.latency_s + bytes * 8 / (o_.link.gbps * 1e9) + switch_s)));
   }
 
   bool AllDone() const {

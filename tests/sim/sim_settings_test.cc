@@ -44,8 +44,8 @@ TEST(SimSettingsTest, DefaultsAndEveryKey) {
 
 TEST(SimSettingsTest, BadValuesAreRefusedNamingWhereAndWhat) {
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"compute_ms", "0"},    {"compute_ms", "soon"}, {"jitter", "1"},  {"straggler_base", "wall"},
-      {"timing_only", "yes"}, {"seeds", "1,,2"},      {"seeds", "2,2"}, {"max_virtual_s", "-1"},
+      {"compute_ms", "0"},    {"compute_ms", "soon"}, {"jitter", "1"},   {"straggler_base", "wall"},
+      {"timing_only", "yes"}, {"seeds", "1,,2"},      {"seeds", "2,2"},  {"max_virtual_s", "-1"},
       {"link", "gbps=0"},     {"speed", "1"},         {"eval_ms", "-1"}, {"eval_ms", "x"},
       {"switch_us", "-1"},    {"switch_us", "fast"}};
   for (const auto& [key, value] : bad) {

@@ -32,9 +32,9 @@ std::pair<int, std::string> RunBinary(const char* binary, const std::vector<std:
 
 TEST(SimTwinTest, ASyncTwinWithThisCpusKernelsTrainsTheRealRunsModelBitForBit) {
   testing::ScratchDir dir("serene-sim-twin");
-  const std::vector<std::string> scenario = {
-      "--workers", "2",          "--steps",  "30",  "--eval-every", "10", "--eval-samples",
-      "1000",      "--target",   "0",        "--runs", "serene:sync"};
+  const std::vector<std::string> scenario = {"--workers",    "2",  "--steps",        "30",
+                                             "--eval-every", "10", "--eval-samples", "1000",
+                                             "--target",     "0",  "--runs",         "serene:sync"};
   auto with = [&](std::vector<std::string> extra, const fs::path& out) {
     std::vector<std::string> args = scenario;
     args.insert(args.end(), extra.begin(), extra.end());
