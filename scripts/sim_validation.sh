@@ -111,8 +111,9 @@ while hi - lo > 0.05:
     mid = (lo + hi) / 2
     lo, hi = (mid, hi) if simulated(mid) < target else (lo, mid)
 print(f"{hi:.2f}")
+print(f"--- switch time per packet {hi:.2f} us (the host's SYNC clock: "
+      f"{1e3 * target / run['iterations_rank0']:.2f} ms)", file=sys.stderr)
 PY
-  echo "--- n$n: switch time per packet $(cat "$OUT/n$n/switch-us.txt") us (the host's SYNC clock: $($PY -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; print(f\"{1e3*r['job_completion_s']/r['iterations_rank0']:.2f}\")" "$OUT/n$n/host-sync/results.json") ms)"
 }
 
 for n in $SIZES; do
