@@ -38,10 +38,16 @@ class ScenarioFlags {
     }
     app.add_flag("--quick", quick_,
                  "CI-sized job: 2 ranks, 30 steps, no target (flags still apply)");
+    app.add_option("--run-filter", run_filter_,
+                   "Keep only some of the scenario's runs: all, fixed (every run but a policy "
+                   "script's) or scripts (the runs of a policy script, e.g. to re-run a changed "
+                   "policy beside fixed runs that did not change)")
+        ->check(CLI::IsMember({"all", "fixed", "scripts"}))
+        ->default_val("all");
   }
 
   // The scenario the command line asks for: the file (or the embedded demo),
-  // shrunk by --quick, then every flag given and the run list. Not yet
+  // shrunk by --quick, then every flag given, the run list and --run-filter. Not yet
   // validated (ValidateScenario). Errors: the file's, SetScenarioValue's and
   // ParseRunList's, naming the flag.
   Result<experiment::Scenario> Build() const {
@@ -58,6 +64,18 @@ class ScenarioFlags {
       auto list = experiment::ParseRunList(runs_);
       if (!list.ok()) return list.status();
       s->runs = *list;
+    }
+    if (run_filter_ != "all") {
+      std::string labels;
+      for (const auto& r : s->runs) labels += (labels.empty() ? "" : ", ") + r.label;
+      const bool scripts = run_filter_ == "scripts";
+      std::erase_if(s->runs, [&](const experiment::RunSpec& r) {
+        return experiment::IsPolicyScript(r.policy) != scripts;
+      });
+      if (s->runs.empty()) {
+        return Status::InvalidArgument("--run-filter " + run_filter_ +
+                                       " leaves no run of the scenario (its runs: " + labels + ")");
+      }
     }
     return s;
   }
@@ -91,7 +109,7 @@ class ScenarioFlags {
        "Give each Serene run's job a reply group on the loopback (IPv4 multicast): on or off"},
       {"--name", "name", "Experiment name"}};
 
-  std::string config_, runs_;
+  std::string config_, runs_, run_filter_ = "all";
   bool quick_ = false;
   std::vector<std::string> values_;
   std::vector<CLI::Option*> options_;

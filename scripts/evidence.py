@@ -56,7 +56,9 @@ COMMANDS = [
                           help="record only the runs with this label (repeat for more; labels "
                           "may hold commas, as QUORUM(3,inf) does)")),
       (("--merge",), dict(action="store_true", help="keep the scenario's other records; "
-                          "replace only the same seed and label"))]),
+                          "replace only the same seed and label")),
+      (("--witness",), dict(help="a serene-sim output of runs the merge keeps, simulated "
+                            "again: each must equal its record, or nothing is recorded"))]),
     ("record-experiment", "records one serene-experiment output",
      record_experiment,
      [OUT,

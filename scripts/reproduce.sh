@@ -10,6 +10,7 @@
 #   bash scripts/reproduce.sh --only policies-sim:paper   # one figure (or figure:scenario)
 #   bash scripts/reproduce.sh --tables   # no runs: tables and plots from docs/data
 #   bash scripts/reproduce.sh --parts    # lists the parts a run (with --quick: a quick run) has
+#   bash scripts/reproduce.sh --policy-only   # after a change to a policy script: see below
 #
 # Each part's time is recorded as it runs; docs/reproducing.md gives them
 # and what a full and a quick run take.
@@ -75,6 +76,16 @@
 #                  5 runs of p4/bench.sh 100 (~5 min; not quick). Needs root
 #                  and the P4 toolchain (scripts/p4-toolchain.sh); without
 #                  them it says so and records nothing.
+#
+# --policy-only: only the simulated figures (policies-sim, paper-scale; with
+# --only, those of them it names), and of their runs only those of a policy
+# script (serene-sim --run-filter scripts): what a change to
+# policies/adaptive.lua changes, in about a quarter of the time. The fixed
+# runs' records are kept, once seed 1's fixed runs, simulated again beside
+# them, equal their records exactly (evidence.py record-sim --witness);
+# if one does not, the simulator changed since they were recorded, nothing of
+# that scenario is recorded and the run fails: run it without --policy-only.
+# Its parts' times are not recorded (they are not a full part's).
 set -euo pipefail
 # Bash reads a script while it runs it: the whole body is one block, parsed
 # before it starts, so that editing this file during a run of hours does not
@@ -82,17 +93,27 @@ set -euo pipefail
 {
 cd "$(dirname "$0")/.."
 
-quick=0 tables_only=0 list_parts=0 only=()
+quick=0 tables_only=0 list_parts=0 policy_only=0 only=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --quick) quick=1; shift ;;
     --tables) tables_only=1; shift ;;
     --parts) list_parts=1; shift ;;
+    --policy-only) policy_only=1; shift ;;
     --only) only+=("$2"); shift 2 ;;
     -h|--help) awk 'NR > 1 && /^set -euo/ {exit} NR > 1' "$0"; exit 0 ;;
     *) echo "reproduce.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+if [[ $policy_only -eq 1 ]]; then
+  [[ $tables_only -eq 1 ]] && { echo "reproduce.sh: --policy-only runs simulations, --tables none: give one of them" >&2; exit 2; }
+  for o in "${only[@]}"; do
+    case ${o%%:*} in
+      policies-sim|paper-scale) ;;
+      *) echo "reproduce.sh: --only $o with --policy-only: only policies-sim and paper-scale have policy runs to re-run alone" >&2; exit 2 ;;
+    esac
+  done
+fi
 PY=/usr/bin/python3
 BUILD=build  # the build tree (cmake --preset default)
 BIN=$BUILD/bin
@@ -105,7 +126,7 @@ say() { echo "=== reproduce.sh: $* ($(( $(date +%s) - started )) s so far)"; }
 # full run and a quick one take from measured parts.
 part="" part_t0=0
 end_part() {
-  if [[ -n $part ]]; then
+  if [[ -n $part && $policy_only -eq 0 ]]; then
     local quick_flag=()
     [[ $quick -eq 1 ]] && quick_flag=(--quick)
     $PY scripts/evidence.py record-time --part "$part" --started "$part_t0" "${quick_flag[@]}"
@@ -118,6 +139,7 @@ end_part() {
 wanted() {
   local name="$1:$2"
   [[ $1 == "$2" ]] && name=$1
+  [[ $policy_only -eq 1 && $1 != policies-sim && $1 != paper-scale ]] && return 1
   if [[ $list_parts -eq 1 ]]; then
     echo "$name"
     return 1
@@ -145,11 +167,20 @@ if [[ $tables_only -eq 0 ]]; then
   # with FLAGS, recorded as FIGURE's SCENARIO. A simulation runs on one core
   # and a seed's runs do not depend on the seeds simulated before it in the
   # same process, so the seeds are dealt to one process per core (OUT/g1,
-  # OUT/g2, ...): the same records as one process, in less time.
+  # OUT/g2, ...): the same records as one process, in less time. With
+  # --policy-only, only the policy scripts' runs, and the fixed runs of the
+  # first seed in one more process (OUT/witness), which must equal their records.
   sim_sweep() {
-    local out=$1 figure=$2 scenario=$3 seeds=$4 groups=() pids=() dirs=() seed_list=() i n
-    local failed=0
+    local out=$1 figure=$2 scenario=$3 seeds=$4 groups=() pids=() names=() dirs=() seed_list=()
+    local i n failed=0 record_flags=()
     shift 4
+    if [[ $policy_only -eq 1 ]]; then
+      ( $BIN/serene-sim "$@" --run-filter fixed --seeds "${seeds%%,*}" --out "$out/witness" 2>&1 |
+          grep --line-buffered -E '^(run |serene-sim: )' | sed -u "s/^/[witness] /" ) &
+      pids+=($!) names+=("the witness, seed ${seeds%%,*}")
+      record_flags=(--merge --witness "$out/witness")
+      set -- "$@" --run-filter scripts
+    fi
     n=$(nproc)
     IFS=, read -r -a seed_list <<<"$seeds"
     [[ ${#seed_list[@]} -lt $n ]] && n=${#seed_list[@]}
@@ -162,13 +193,14 @@ if [[ $tables_only -eq 0 ]]; then
       ( $BIN/serene-sim "$@" --seeds "${groups[i]}" --out "$out/g$((i + 1))" 2>&1 |
           grep --line-buffered -E '^(=== seed|run |  JCT|serene-sim: )' |
           sed -u "s/^/[seeds ${groups[i]}] /" ) &
-      pids+=($!)
+      pids+=($!) names+=("seeds ${groups[i]}")
     done
     for i in "${!pids[@]}"; do
-      wait "${pids[i]}" || { echo "reproduce.sh: serene-sim (seeds ${groups[i]}) failed" >&2; failed=1; }
+      wait "${pids[i]}" || { echo "reproduce.sh: serene-sim (${names[i]}) failed" >&2; failed=1; }
     done
     [[ $failed -eq 0 ]] || exit 1
-    $PY scripts/evidence.py record-sim "${dirs[@]}" --figure "$figure" --scenario "$scenario"
+    $PY scripts/evidence.py record-sim "${dirs[@]}" --figure "$figure" --scenario "$scenario" \
+      "${record_flags[@]}"
   }
 
   runs=serene:sync,serene:ssp:2,serene:ssp:10,serene:ssp:32,serene:async,policies/adaptive.lua
@@ -205,6 +237,7 @@ if [[ $tables_only -eq 0 ]]; then
     )
     for entry in "${paper_scale[@]}"; do
       s=${entry%%|*}
+      [[ $policy_only -eq 1 && $entry != *.lua* ]] && continue  # no policy script
       wanted paper-scale "$s" || continue
       say "paper-scale: $s (serene-sim)"
       # shellcheck disable=SC2086  # the flags are words

@@ -32,12 +32,11 @@ def run_record(run, extra):
     return r
 
 
-def record_sim(args):
-    """Records serene-sim --seeds outputs: one directory, or several whose
-    seeds together make the sweep (reproduce.sh runs a sweep's seeds in one
-    process per core)."""
+def sim_results(outs):
+    """The results.json of serene-sim --seeds outputs (OUT/seed-N/, or OUT/
+    itself for one seed), in seed order, parsed."""
     seeds = []
-    for out in args.out:
+    for out in outs:
         found = glob.glob(os.path.join(out, "seed-*", "results.json"))
         single = os.path.join(out, "results.json")
         if not found and os.path.exists(single):
@@ -49,14 +48,57 @@ def record_sim(args):
     seed_of = re.compile(r"seed-(\d+)$")
     seeds.sort(key=lambda path: int(m.group(1)) if (m := seed_of.search(
         os.path.dirname(path))) else 0)
+    results = []
+    for path in seeds:
+        with open(path) as f:
+            results.append(json.load(f))
+    return results
+
+
+# What a fixed run simulated again must repeat exactly for its record to stand
+# beside a policy script's new runs (reproduce.sh --policy-only).
+WITNESS_FIELDS = ("ok", "reached", "jct_s", "iterations", "final_accuracy", "wait_total_s",
+                  "barrier_wait_total_s", "iterations_per_rank", "policy_changes")
+
+
+def check_witness(witness, figure, scenario):
+    """Fails unless every run under `witness` (fixed runs simulated again)
+    equals its record of `scenario` in WITNESS_FIELDS."""
+    recorded = {(r["seed"], r["label"]): r for r in read_records(figure)
+                if r.get("scenario") == scenario}
+    checked = 0
+    for j in sim_results([witness]):
+        seed = j["scenario"].get("seed")
+        for run in j["runs"]:
+            now = run_record(run, {})
+            old = recorded.get((seed, run["label"]))
+            if old is None:
+                fail(f"{figure} {scenario}: no record of {run['label']}, seed {seed}, to check "
+                     f"the witness against: run the part without --policy-only")
+            for field in WITNESS_FIELDS:
+                if now[field] != old.get(field):
+                    fail(f"{figure} {scenario}: {run['label']}, seed {seed}, simulated again, "
+                         f"does not repeat its record ({field}: recorded {old.get(field)}, now "
+                         f"{now[field]}): the simulator changed since commit "
+                         f"{old['commit'][:12]}; run the part without --policy-only")
+            checked += 1
+    print(f"evidence: {scenario}: the witness's {checked} fixed runs repeat their records")
+
+
+def record_sim(args):
+    """Records serene-sim --seeds outputs: one directory, or several whose
+    seeds together make the sweep (reproduce.sh runs a sweep's seeds in one
+    process per core)."""
+    if args.witness and not args.merge:
+        fail("--witness checks the records --merge keeps: give --merge too")
+    if args.witness:
+        check_witness(args.witness, args.figure, args.scenario)
     m = machine()
     if args.commit:
         m["commit"] = args.commit
     wanted = set(args.label) if args.label else None
     records = []
-    for path in seeds:
-        with open(path) as f:
-            j = json.load(f)
+    for j in sim_results(args.out):
         seed = j["scenario"].get("seed")
         for run in j["runs"]:
             if wanted is None or run["label"] in wanted:

@@ -126,29 +126,54 @@ class RecordersTest(ScratchDataTest):
                 self.record_p4(check, text)
         self.assertEqual(common.read_records("p4"), [])
 
-    def sim_output(self, name, seeds):
-        """A serene-sim --seeds output directory with one SYNC run per seed."""
+    def sim_output(self, name, seeds, label="SYNC", jct=lambda seed: seed + 0.5):
+        """A serene-sim --seeds output directory with one run per seed."""
         out = os.path.join(self.tmp.name, name)
         for seed in seeds:
             os.makedirs(os.path.join(out, f"seed-{seed}"))
-            run = {"label": "SYNC", "policy": "sync", "ok": True, "job_completion_s": seed + 0.5,
+            run = {"label": label, "policy": "sync" if label == "SYNC" else "policies/a.lua",
+                   "ok": True, "job_completion_s": jct(seed),
                    "stop_reason": "target_reached", "iterations_rank0": 100 * seed}
             with open(os.path.join(out, f"seed-{seed}", "results.json"), "w") as f:
                 json.dump({"scenario": {"seed": seed}, "runs": [run]}, f)
         return out
 
+    def record_sim(self, out, merge=False, witness=None):
+        run_records.record_sim(argparse.Namespace(out=out, figure="policies-sim", scenario="demo",
+                                                  commit=None, label=None, merge=merge,
+                                                  witness=witness))
+
+    def test_a_policy_rerun_keeps_the_fixed_runs_its_witness_repeats(self):
+        self.record_sim([self.sim_output("fixed", [1, 2])])
+        self.record_sim([self.sim_output("old", [1, 2], label="ADAPTIVE", jct=lambda s: 9.0)],
+                        merge=True)
+        new = self.sim_output("new", [1, 2], label="ADAPTIVE", jct=lambda s: 7.0)
+        self.record_sim([new], merge=True, witness=self.sim_output("witness", [1]))
+        jct = {(r["label"], r["seed"]): r["jct_s"] for r in common.read_records("policies-sim")}
+        self.assertEqual(jct, {("SYNC", 1): 1.5, ("SYNC", 2): 2.5, ("ADAPTIVE", 1): 7.0,
+                               ("ADAPTIVE", 2): 7.0})
+        # A fixed run that no longer repeats its record: nothing is recorded.
+        moved = self.sim_output("moved", [1], jct=lambda seed: 1.25)
+        newer = self.sim_output("newer", [1, 2], label="ADAPTIVE", jct=lambda s: 5.0)
+        with self.assertRaises(SystemExit):
+            self.record_sim([newer], merge=True, witness=moved)
+        with self.assertRaises(SystemExit):  # a witness without --merge has nothing to keep
+            self.record_sim([newer], witness=self.sim_output("witness2", [1]))
+        self.assertEqual(jct, {(r["label"], r["seed"]): r["jct_s"]
+                               for r in common.read_records("policies-sim")})
+
     def test_a_sweep_run_in_several_processes_is_recorded_as_one_in_seed_order(self):
         g1, g2 = self.sim_output("g1", [1, 3, 10]), self.sim_output("g2", [2, 4])
         run_records.record_sim(argparse.Namespace(out=[g1, g2], figure="policies-sim",
                                                   scenario="demo", commit=None, label=None,
-                                                  merge=False))
+                                                  merge=False, witness=None))
         records = common.read_records("policies-sim")
         self.assertEqual([r["seed"] for r in records], [1, 2, 3, 4, 10])
         self.assertEqual([r["iterations"] for r in records], [100, 200, 300, 400, 1000])
         with self.assertRaises(SystemExit):  # a directory without results is refused
             run_records.record_sim(argparse.Namespace(out=[g1, self.tmp.name],
                                                       figure="policies-sim", scenario="demo",
-                                                      commit=None, label=None, merge=False))
+                                                      commit=None, label=None, merge=False, witness=None))
         self.assertEqual(len(common.read_records("policies-sim")), 5)
 
     def record_time(self, part, seconds, quick=False):

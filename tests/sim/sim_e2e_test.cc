@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -115,16 +116,51 @@ TEST(SimE2eTest, SeedsAreSimulatedApartAndSummarized) {
 
 TEST(SimE2eTest, BadFlagsAreRefusedWithTheValue) {
   // {flag, value, what the message must say}
-  const std::vector<std::array<std::string, 3>> cases = {{"--link", "gbps=-1", "gbps=-1"},
-                                                         {"--compute-ms", "fast", "fast"},
-                                                         {"--straggler-base", "wall", "wall"},
-                                                         {"--workers", "0", "--workers"},
-                                                         {"--runs", "gloo", "no Serene run"}};
+  const std::vector<std::array<std::string, 3>> cases = {
+      {"--link", "gbps=-1", "gbps=-1"},     {"--compute-ms", "fast", "fast"},
+      {"--straggler-base", "wall", "wall"}, {"--workers", "0", "--workers"},
+      {"--runs", "gloo", "no Serene run"},  {"--run-filter", "some", "some"}};
   for (const auto& [flag, value, says] : cases) {
     const auto [code, output] = RunSim({flag, value});
     EXPECT_EQ(code, 2) << flag << " " << value << ": " << output;
     EXPECT_NE(output.find(says), std::string::npos) << flag << " " << value << ": " << output;
   }
+}
+
+// --run-filter re-runs part of a scenario: a policy script's runs apart from
+// the fixed ones (scripts/reproduce.sh --policy-only). Each kept run gives the
+// numbers it gives beside the others, so its record can replace theirs.
+TEST(SimE2eTest, ARunFilterKeepsThoseRunsWithTheNumbersTheyHaveBesideTheOthers) {
+  testing::ScratchDir dir("serene-sim-filter");
+  auto run = [&](const std::string& filter) {
+    const fs::path out = dir.path() / filter;
+    const auto [code, output] =
+        RunSim({"--quick", "--timing-only", "--compute-ms", "5", "--straggler",
+                "slow_worker:0.3:1:2", "--run-filter", filter, "--out", out.string()});
+    EXPECT_EQ(code, 0) << output;
+    const auto j = nlohmann::json::parse(Slurp(out / "results.json"));
+    std::map<std::string, nlohmann::json> runs;
+    for (const auto& r : j["runs"]) runs[r["label"].get<std::string>()] = r;
+    return runs;
+  };
+  const auto all = run("all"), fixed = run("fixed"), scripts = run("scripts");
+  ASSERT_EQ(all.size(), 3u);  // the demo's SYNC, SSP(10), ADAPTIVE
+  ASSERT_EQ(fixed.size(), 2u);
+  ASSERT_EQ(scripts.size(), 1u);
+  EXPECT_TRUE(fixed.contains("SYNC") && fixed.contains("SSP(10)"));
+  ASSERT_TRUE(scripts.contains("ADAPTIVE"));
+  for (const auto* part : {&fixed, &scripts}) {
+    for (const auto& [label, r] : *part) {
+      EXPECT_EQ(r["job_completion_s"], all.at(label)["job_completion_s"]) << label;
+      EXPECT_EQ(r["wait_total_s"], all.at(label)["wait_total_s"]) << label;
+      EXPECT_EQ(r["policy_changes"], all.at(label)["policy_changes"]) << label;
+    }
+  }
+  // A filter that leaves nothing is refused, naming the runs there are.
+  const auto [code, output] = RunSim({"--runs", "serene:sync", "--run-filter", "scripts"});
+  EXPECT_EQ(code, 2) << output;
+  EXPECT_NE(output.find("leaves no run of the scenario (its runs: SYNC)"), std::string::npos)
+      << output;
 }
 
 }  // namespace
