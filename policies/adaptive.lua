@@ -49,8 +49,10 @@
 -- Every call (one per telemetry period):
 --   binds      some live rank waited more than `wait` of the horizon (the
 --              last `horizon` median iterations, at least a period; until
---              the calls span one, the waits since the job began, counted
---              against a whole horizon; under sync() or a quorum less the
+--              the calls span one, the waits since the start (`warmup`), counted
+--              against the time they span, at least a quarter of a horizon,
+--              under sync() or a quorum, and against a whole horizon under
+--              a window; under sync() or a quorum less the
 --              longest time a rank reported pausing in it, `paused`:
 --              serene-train reports rank 0's evaluations), and the largest
 --              lag of the last 8
@@ -199,8 +201,6 @@ function on_telemetry(t)
   end
   prev_now = t.now
   -- The waits of the horizon: since the newest call at least a horizon old.
-  -- Until the calls span one they are judged against a whole horizon: only
-  -- a wait that would bind over it binds.
   local horizon = math.max(dt, horizon_iterations * (iteration > 0 and iteration or step))
   if horizon > 0 then
     while #history > 2 and t.now - history[2].now >= horizon do table.remove(history, 1) end
@@ -257,7 +257,15 @@ function on_telemetry(t)
   local w = t.rule.window  -- math.huge under async(), 0 under quorum
   local peak_lag = math.max(table.unpack(lags))
   local base = history[1]
-  local span = math.max(t.now - base.now, horizon)
+  -- Until the calls span a horizon, the waits are judged against the time
+  -- they span. Under sync() (and a quorum) at least a quarter of a horizon
+  -- (8 iterations): every wait there is the barrier's, and a job whose ranks
+  -- wait a fifth of their first 8 iterations leaves SYNC then, where waiting
+  -- for a whole horizon's worth cost the CNN's job 0.5-0.85 s of it (docs/
+  -- policies.md); fewer iterations would take a single hiccup of a busy host
+  -- for a straggler. Under a window, a whole horizon: only a wait that would
+  -- bind over it binds.
+  local span = math.max(t.now - base.now, w == 0 and horizon / 4 or horizon)
   local waited, paused = 0, 0
   for _, r in ipairs(live) do
     waited = math.max(waited, r.wait_total - (base.wait[r.rank] or 0))

@@ -660,6 +660,44 @@ TEST_F(AdaptiveTest, TheStartsWaitsAreNotJudged) {
   EXPECT_EQ(d->rule, BarrierParams::Ssp(32));
 }
 
+// Until the calls span a horizon, under sync() the waits are judged against
+// the time they span, at least a quarter of the horizon (8 iterations): a job
+// whose ranks wait half the time from the start leaves SYNC at the second
+// call after the start, 4 iterations in (the CNN's job left 0.5-0.85 s in
+// while its waits filled a whole horizon), and a single stall of a busy host,
+// half a period, does not make it leave (judged per period, it would).
+TEST_F(AdaptiveTest, UnderSyncTheFirstWaitsAreJudgedOverAQuarterOfTheHorizon) {
+  // Periods of 0.2 s (2 steps of kStep); ranks 1-3 wait `waits[k]` in the k-th
+  // period after the start. Returns the period of the first decision and it.
+  auto run = [&](const std::vector<double>& waits)
+      -> std::optional<std::pair<size_t, PolicyDecision>> {
+    SetUp();
+    Load({{"horizon", "32"}});  // the default: 3.2 s, a quarter 0.8 s
+    int64_t done = 0;
+    auto period = [&](double waited) {
+      for (int i = 0; i < kRanks; ++i) {
+        v1::RankTelemetry* r = t_.mutable_ranks(i);
+        r->set_done(done);
+        r->set_wait_total_ns(r->wait_total_ns() + (i == 0 ? 0 : Ns(waited)));
+      }
+      Advance(0.2);
+      done += 2;
+      return Decide();
+    };
+    EXPECT_EQ(period(0), std::nullopt);  // clock 0: the start
+    EXPECT_EQ(period(0), std::nullopt);  // warm now: this call's baseline holds the start
+    for (size_t k = 0; k < waits.size(); ++k) {
+      if (auto d = period(waits[k])) return std::make_pair(k, *d);
+    }
+    return std::nullopt;
+  };
+  const auto straggler = run({0.1, 0.1, 0.1, 0.1});
+  ASSERT_TRUE(straggler.has_value()) << "0.4 s waited of 0.8 s";
+  EXPECT_EQ(straggler->first, 1u) << "0.1 s of 0.8 s does not bind yet, 0.2 s does";
+  EXPECT_EQ(straggler->second.rule, BarrierParams::Ssp(32));
+  EXPECT_EQ(run({0.1, 0, 0, 0, 0, 0}), std::nullopt) << "0.1 s of 0.8 s, then calm";
+}
+
 // On a busy host a rank is silent for 4 of its few-ms steps whenever the
 // scheduler holds it back: that call changes nothing, and the next one,
 // the rank heard again, decides as usual (a window, not async()).
