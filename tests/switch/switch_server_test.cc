@@ -327,9 +327,12 @@ TEST(SwitchServerTest, TxDuplicateSendsEveryReplyTwice) {
   EXPECT_EQ(a->header.op, Op::kJoinAck);
   EXPECT_EQ(b->header.op, Op::kJoinAck);
   EXPECT_EQ(a->values, b->values);
-  server.Stop();
   // The COOKIE came twice and the peer echoed both: three JOINs, the first
   // answered with the COOKIE, the others with JOIN_ACKs, each sent twice.
+  // Both JOIN_ACKs read may be the two copies of the first; on a loaded host
+  // the second echoed JOIN may not have been served yet: wait for it.
+  ASSERT_TRUE(WaitFor(server, [](const ServerCounters& c) { return c.tx_datagrams >= 6; }));
+  server.Stop();
   EXPECT_EQ(peer.cookies_echoed(), 2u);
   EXPECT_EQ(pipeline.global_counters().packets, 3u);
   EXPECT_EQ(server.counters().tx_faults.duplicated, 3u);
