@@ -4,15 +4,11 @@
 # (A known name runs the whole demo; scripts.clean_clone covers the steps
 # before the build, and docs/experiments.md the run itself.)
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/refused_lib.sh"
 
 check_refused() {  # check_refused WANT_TEXT ARGS...
-  local want=$1; shift
-  local out rc
-  out=$(cd /tmp && timeout 20 bash "$root/scripts/demo.sh" "$@" 2>&1); rc=$?
-  [[ $rc -eq 2 ]] || fail "demo.sh $*: exit $rc, expected 2; output: $out"
-  [[ $out == *"$want"* ]] || fail "demo.sh $*: output lacks '$want': $out"
+  expect_refused demo.sh "$@"
+  shift
   [[ $out == *slowdown* && $out == *momentum* ]] || fail "demo.sh $*: does not list the scenarios: $out"
   [[ $out != *apt-get* && $out != *"-- Configuring"* && $out != *install-deps* ]] || fail "demo.sh $*: went on to install or configure: $out"
 }

@@ -5,16 +5,11 @@
 # serene-sim --run-filter, tests/sim/sim_e2e_test.cc, and the witness's check
 # evidence.py record-sim --witness, tests/docs/evidence_records_test.py.)
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/refused_lib.sh"
 
 check_refused() {  # check_refused WANT_TEXT ARGS...
-  local want=$1; shift
-  local out rc
-  out=$(cd /tmp && timeout 20 bash "$root/scripts/reproduce.sh" "$@" 2>&1); rc=$?
-  [[ $rc -eq 2 ]] || fail "reproduce.sh $*: exit $rc, expected 2; output: $out"
-  [[ $out == *"$want"* ]] || fail "reproduce.sh $*: output lacks '$want': $out"
-  [[ $out != *"=== reproduce.sh"* ]] || fail "reproduce.sh $*: went on to run: $out"
+  expect_refused reproduce.sh "$@"
+  [[ $out != *"=== reproduce.sh"* ]] || fail "reproduce.sh ${*:2}: went on to run: $out"
 }
 check_refused "--policy-only runs simulations, --tables none" --policy-only --tables
 check_refused "--only micro with --policy-only" --policy-only --only micro

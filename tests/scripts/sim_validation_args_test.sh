@@ -3,15 +3,11 @@
 # not a number, an unknown flag and --resimulate without real runs are refused with exit 2 before anything
 # runs. (The runs themselves are real-time measurements: docs/simulator.md.)
 set -uo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/refused_lib.sh"
 
 check_refused() {  # check_refused WANT_TEXT ARGS...
   local want=$1; shift
-  local out rc
-  out=$(timeout 20 bash "$root/scripts/sim_validation.sh" --bin-dir /nonexistent "$@" 2>&1); rc=$?
-  [[ $rc -eq 2 ]] || fail "sim_validation.sh $*: exit $rc, expected 2; output: $out"
-  [[ $out == *"$want"* ]] || fail "sim_validation.sh $*: output lacks '$want': $out"
+  expect_refused sim_validation.sh "$want" --bin-dir /nonexistent "$@"
 }
 check_refused "no experiments/validation-n3.toml (4, 8, 4-floor and 8-floor exist)" --sizes 3
 check_refused "--seeds: 'one' is not a seed" --seeds "1 one"
