@@ -22,6 +22,7 @@
 #include "train/metrics.h"
 #include "train/model_layout.h"
 #include "train/network.h"
+#include "train/retained_memory.h"
 #include "train/serene_backend.h"
 #include "train/straggler.h"
 #include "train/trainer.h"
@@ -214,6 +215,7 @@ int main(int argc, char** argv) {
   if (!eranks.ok()) return Fail(eranks.status());
   o.eval_ranks = *eranks;
   if (auto s = st::SetComputeThreads(threads); !s.ok()) return Fail(s);
+  if (auto s = st::RetainFreedMemory(); !s.ok()) return Fail(s);
 
   auto train = st::LoadFashionMnist(data_dir, st::Split::kTrain);
   if (!train.ok()) return Fail(train.status());

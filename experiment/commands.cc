@@ -26,6 +26,14 @@ std::vector<std::string> SwitchArgs(const Scenario& s, const RunSpec& run, uint1
   return a;
 }
 
+namespace {
+
+// The one rank that evaluates (--eval-ranks below), and so the one with
+// pauses to report.
+constexpr int kEvaluatingRank = 0;
+
+}  // namespace
+
 std::vector<std::string> TrainArgs(const Scenario& s, const RunSpec& run, int rank,
                                    const RunContext& ctx) {
   std::vector<std::string> a = {"--backend",    std::string(BackendName(run.backend)),
@@ -34,7 +42,11 @@ std::vector<std::string> TrainArgs(const Scenario& s, const RunSpec& run, int ra
   if (run.backend == BackendKind::kSerene) {
     a.insert(a.end(), {"--switch", ctx.switch_address, "--job", std::to_string(ctx.job),
                        "--key-file", ctx.key_file});
-    if (!ctx.control_address.empty()) a.insert(a.end(), {"--control", ctx.control_address});
+    // Only a rank that evaluates has pauses to report; the others get no
+    // runtime API channel (nor its gRPC threads).
+    if (!ctx.control_address.empty() && rank == kEvaluatingRank) {
+      a.insert(a.end(), {"--control", ctx.control_address});
+    }
   } else {
     a.insert(a.end(), {"--rendezvous", RendezvousDir(ctx.dir), "--gloo-algorithm",
                        std::string(collective::GlooAlgorithmName(run.gloo_algorithm))});
@@ -58,7 +70,7 @@ std::vector<std::string> TrainArgs(const Scenario& s, const RunSpec& run, int ra
                      "--eval-samples",
                      std::to_string(s.eval_samples),
                      "--eval-ranks",
-                     "0",
+                     std::to_string(kEvaluatingRank),
                      "--straggler",
                      s.straggler,
                      "--straggler-ranks",

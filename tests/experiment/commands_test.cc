@@ -93,6 +93,9 @@ TEST(CommandsTest, SereneRankFlags) {
   EXPECT_EQ(After(a, "--control"), "<absent>") << "no controller, no reports";
   ctx.control_address = "127.0.0.1:4343";  // a policy script's run
   EXPECT_EQ(After(TrainArgs(s, s.runs[2], 0, ctx), "--control"), "127.0.0.1:4343");
+  // Only the evaluating rank has pauses to report: the others hold no channel.
+  EXPECT_EQ(After(TrainArgs(s, s.runs[2], 1, ctx), "--control"), "<absent>");
+  EXPECT_EQ(After(TrainArgs(s, s.runs[2], 3, ctx), "--control"), "<absent>");
 }
 
 TEST(CommandsTest, GlooRankFlags) {

@@ -1,0 +1,31 @@
+// RetainFreedMemory: keeps the memory a training step frees for the next step.
+//
+// A step allocates and frees the same tensors every time. By default glibc's
+// malloc gives freed memory back to the kernel: it shrinks the heap's top
+// once more than 128 KiB is free there and unmaps blocks above an adaptive
+// size, so every step asks the kernel for the same pages again and faults
+// them in (some 30 page faults and two brk calls per MLP step). In a
+// single-threaded process that is cheap; once the process has a second
+// thread (Gloo's transport, a gRPC channel to the runtime API) each give-back
+// also flushes the TLB of every core the process's threads ran on by an
+// inter-processor interrupt, and in a virtual machine each of those exits to
+// the hypervisor. On a 2-core VM that made the ranks of dynamic runs (which
+// held a gRPC channel) compute ~25 % slower than those of fixed runs
+// (docs/experiments.md, "Ranks that compute alike").
+//
+// After this call the heap is never trimmed and blocks up to 32 MiB (the
+// largest threshold glibc accepts; a CNN step's largest tensor is ~5 MiB)
+// come from the heap, so a step in steady state makes no memory system call
+// and takes no page fault. The cost is the process keeping its high-water
+// mark of heap, a few MiB for these models.
+//
+// Process-wide; call once at start-up, before training.
+#pragma once
+
+#include "common/status.h"
+
+namespace serene::train {
+
+Status RetainFreedMemory();
+
+}  // namespace serene::train
