@@ -19,7 +19,9 @@
 // and takes no page fault. The cost is the process keeping its high-water
 // mark of heap, a few MiB for these models.
 //
-// Process-wide; call once at start-up, before training.
+// Process-wide; call once at start-up, before training. An allocator other
+// than glibc's (a sanitizer's, one preloaded) may refuse it: the error says
+// so, and training is as correct without it, only slower.
 #pragma once
 
 #include "common/status.h"
