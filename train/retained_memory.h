@@ -4,14 +4,14 @@
 // malloc gives freed memory back to the kernel: it shrinks the heap's top
 // once more than 128 KiB is free there and unmaps blocks above an adaptive
 // size, so every step asks the kernel for the same pages again and faults
-// them in (some 30 page faults and two brk calls per MLP step). In a
-// single-threaded process that is cheap; once the process has a second
-// thread (Gloo's transport, a gRPC channel to the runtime API) each give-back
-// also flushes the TLB of every core the process's threads ran on by an
-// inter-processor interrupt, and in a virtual machine each of those exits to
-// the hypervisor. On a 2-core VM that made the ranks of dynamic runs (which
-// held a gRPC channel) compute ~25 % slower than those of fixed runs
-// (docs/experiments.md, "Ranks that compute alike").
+// them in (tens of page faults and a few brk calls per MLP step). A
+// single-threaded process pays little for it. On a 2-core VM the ranks of
+// dynamic runs, which then held a gRPC channel (and its threads), computed a
+// third slower than those of fixed runs (docs/experiments.md); the same runs
+// with glibc's thresholds raised (GLIBC_TUNABLES) computed alike. The likely
+// cost: in a multi-threaded process each give-back flushes the TLB of the
+// other cores its threads ran on by an inter-processor interrupt, which in a
+// virtual machine exits to the hypervisor.
 //
 // After this call the heap is never trimmed and blocks up to 32 MiB (the
 // largest threshold glibc accepts; a CNN step's largest tensor is ~5 MiB)
