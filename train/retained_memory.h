@@ -4,14 +4,13 @@
 // malloc gives freed memory back to the kernel: it shrinks the heap's top
 // once more than 128 KiB is free there and unmaps blocks above an adaptive
 // size, so every step asks the kernel for the same pages again and faults
-// them in (tens of page faults and a few brk calls per MLP step). A
-// single-threaded process pays little for it. On a 2-core VM the ranks of
-// dynamic runs, which then held a gRPC channel (and its threads), computed a
-// third slower than those of fixed runs (docs/experiments.md); the same runs
-// with glibc's thresholds raised (GLIBC_TUNABLES) computed alike. The likely
-// cost: in a multi-threaded process each give-back flushes the TLB of the
-// other cores its threads ran on by an inter-processor interrupt, which in a
-// virtual machine exits to the hypervisor.
+// them in (tens of page faults and a few brk calls per MLP step). On a
+// 2-core VM the ranks of dynamic runs, which then held a gRPC channel (and
+// its threads), computed a third slower than those of fixed runs when four
+// ranks shared the two cores (docs/experiments.md); with glibc's thresholds
+// raised (GLIBC_TUNABLES) the two computed alike. Why a second thread makes
+// the hand-back costly is not established: one rank alone showed no
+// difference, and /proc/interrupts counted no TLB-shootdown interrupts.
 //
 // After this call the heap is never trimmed and blocks up to 32 MiB (the
 // largest threshold glibc accepts; a CNN step's largest tensor is ~5 MiB)

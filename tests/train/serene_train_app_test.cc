@@ -223,9 +223,9 @@ TEST(SereneTrainAppTest, BadFlagsFailWithAClearMessage) {
 
 // A step reuses the memory the step before it freed (train/retained_memory.h):
 // in steady state a step takes no page fault for its tensors, so it makes no
-// memory system call, which in a multi-threaded rank would flush every core's
-// TLB. Without it glibc hands the freed memory back and a step faults it in
-// again: ~30 faults per MLP step. Measured as the difference between a short
+// memory system call (which made the multi-threaded ranks of dynamic runs
+// compute slower). Without it glibc hands the freed memory back and a step
+// faults it in again: tens of faults per MLP step. Measured as the difference between a short
 // and a long run, after a run that warms the page cache (a cold library's
 // pages fault in differently). The MLP: a CNN run's heap also grows by a
 // fresh ~5 MiB block once or twice at random steps (fragmentation), which
