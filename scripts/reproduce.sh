@@ -329,9 +329,8 @@ if [[ $tables_only -eq 0 ]]; then
       --scenario "$scenario" --seed "$seed" "${fresh[@]}"
   }
   # The demo: seeds 1-15, as its verdict (ADAPTIVE no later than SSP(10))
-  # is a few percent either way and a seed's ratio spreads by +-10 % on a
-  # shared 2-core host: two 5-seed sweeps of one commit gave medians of
-  # 0.94 and 1.04.
+  # is a few percent either way and a seed's ratio spreads by +-10 % or more
+  # on a shared 2-core host: five seeds do not settle it.
   seeds=(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
   [[ $quick -eq 1 ]] && seeds=(1 2 3)
   if wanted demo-real demo; then
