@@ -48,9 +48,11 @@ pid_t Spawn(const std::vector<std::string>& args, const std::string& log) {
   return rc == 0 ? pid : -1;
 }
 
-int Wait(pid_t pid) {
+// Waits for `pid`; returns its exit code (128 + signal if killed), and its
+// resource usage in `usage` if given.
+int Wait(pid_t pid, rusage* usage = nullptr) {
   int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
+  if (pid < 0 || wait4(pid, &status, 0, usage) != pid) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -61,11 +63,8 @@ int RunApp(const std::vector<std::string>& args, const std::string& log) {
 // Runs serene-train to its end; returns the page faults it took (-1 if it
 // failed).
 long PageFaultsOfARun(const std::vector<std::string>& args, const std::string& log) {
-  const pid_t pid = Spawn(args, log);
-  int status = 0;
   rusage usage{};
-  if (pid < 0 || wait4(pid, &status, 0, &usage) != pid) return -1;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
+  if (Wait(Spawn(args, log), &usage) != 0) return -1;
   return usage.ru_minflt + usage.ru_majflt;
 }
 
@@ -225,11 +224,11 @@ TEST(SereneTrainAppTest, BadFlagsFailWithAClearMessage) {
 // in steady state a step takes no page fault for its tensors, so it makes no
 // memory system call (which made the multi-threaded ranks of dynamic runs
 // compute slower). Without it glibc hands the freed memory back and a step
-// faults it in again: tens of faults per MLP step. Measured as the difference between a short
-// and a long run, after a run that warms the page cache (a cold library's
-// pages fault in differently). The MLP: a CNN run's heap also grows by a
-// fresh ~5 MiB block once or twice at random steps (fragmentation), which
-// would blur a count over a few hundred steps.
+// faults it in again: tens of faults per MLP step. Measured as the difference
+// between a short and a long run, after a run that warms the page cache (a
+// cold library's pages fault in differently). The MLP: a CNN run's heap also
+// grows by a fresh ~5 MiB block once or twice at random steps
+// (fragmentation), which would blur a count over a few hundred steps.
 TEST(SereneTrainAppTest, AStepInSteadyStateTakesNoPageFault) {
   constexpr int kShort = 20, kLong = 220;
   ScratchDir dir;
