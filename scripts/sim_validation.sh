@@ -9,8 +9,9 @@
 # evaluation that run measured, and the switch time per packet that a
 # straggler-free SYNC run of this host measured first, and records both, seed by seed, in
 # docs/data/sim-validation.jsonl (scripts/evidence.py record-validation).
-# Real time: run it on a quiet machine (~50 min on 2 cores for 5 seeds; the
-# floor sizes ~2.5 (4 ranks) and ~3.5 (8) min per seed).
+# Real time: run it on a quiet machine (on 2 cores, per seed: ~1 min at 4
+# ranks, ~2 at 8, ~2.5 and ~3.5 for the floor sizes; scripts/reproduce.sh
+# runs the floor sizes with seeds 1-10, the others with 1-5).
 #   bash scripts/sim_validation.sh                          # n4, n8, n4-floor, n8-floor; seeds 1-5
 #   bash scripts/sim_validation.sh --sizes "4 8-floor" --seeds "1 2" --out /tmp/v
 #   bash scripts/sim_validation.sh --no-record              # outputs only, in --out
@@ -27,7 +28,7 @@ SEEDS="1 2 3 4 5"
 SIZES="4 8 4-floor 8-floor"
 record=1
 resimulate=0
-usage() { sed -n '2,20p' "$0"; }
+usage() { sed -n '2,21p' "$0"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bin-dir) BIN="$2"; shift 2 ;;
