@@ -388,12 +388,8 @@ if [[ $tables_only -eq 0 ]]; then
   fi
 
   if [[ $quick -eq 0 ]] && wanted sim-validation sim-validation; then
-    # The floor sizes take 10 seeds (docs/simulator.md): the median of five
-    # moved by more than the 3-point bound from one recording to the next.
     say "sim-validation: the demo at 4 and 8 ranks, real and simulated, seeds 1-5 without a compute floor, 1-10 with it"
-    bash scripts/sim_validation.sh --bin-dir "$BIN" --sizes "4 8" --out "$scratch/validation"
-    bash scripts/sim_validation.sh --bin-dir "$BIN" --sizes "4-floor 8-floor" \
-      --seeds "1 2 3 4 5 6 7 8 9 10" --out "$scratch/validation-floor"
+    bash scripts/sim_validation.sh --bin-dir "$BIN" --out "$scratch/validation"
   fi
 
   if wanted comm comm; then

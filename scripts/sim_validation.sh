@@ -10,9 +10,8 @@
 # straggler-free SYNC run of this host measured first, and records both, seed by seed, in
 # docs/data/sim-validation.jsonl (scripts/evidence.py record-validation).
 # Real time: run it on a quiet machine (on 2 cores, per seed: ~1 min at 4
-# ranks, ~2 at 8, ~2.5 and ~3.5 for the floor sizes; scripts/reproduce.sh
-# runs the floor sizes with seeds 1-10, the others with 1-5).
-#   bash scripts/sim_validation.sh                          # n4, n8, n4-floor, n8-floor; seeds 1-5
+# ranks, ~2 at 8, ~2.5 and ~3.5 for the floor sizes).
+#   bash scripts/sim_validation.sh       # n4, n8 (seeds 1-5), n4-floor, n8-floor (1-10)
 #   bash scripts/sim_validation.sh --sizes "4 8-floor" --seeds "1 2" --out /tmp/v
 #   bash scripts/sim_validation.sh --no-record              # outputs only, in --out
 #   bash scripts/sim_validation.sh --resimulate /tmp/v --sizes 4-floor
@@ -24,11 +23,11 @@ cd "$(dirname "$0")/.."
 
 BIN=build/bin
 OUT=
-SEEDS="1 2 3 4 5"
+SEEDS=  # --seeds; by default seeds_of SIZE
 SIZES="4 8 4-floor 8-floor"
 record=1
 resimulate=0
-usage() { sed -n '2,21p' "$0"; }
+usage() { sed -n '2,20p' "$0"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --bin-dir) BIN="$2"; shift 2 ;;
@@ -43,6 +42,9 @@ while [[ $# -gt 0 ]]; do
     *) echo "sim_validation.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+# The docs' tables: 10 seeds with a floor (the median of five moved by more
+# than the 3-point bound from one recording to the next), 5 without.
+seeds_of() { if [[ -n $SEEDS ]]; then echo "$SEEDS"; elif [[ $1 == *-floor ]]; then echo "1 2 3 4 5 6 7 8 9 10"; else echo "1 2 3 4 5"; fi; }
 for s in $SEEDS; do
   [[ "$s" =~ ^[0-9]+$ ]] || { echo "sim_validation.sh: --seeds: '$s' is not a seed" >&2; exit 2; }
 done
@@ -52,7 +54,7 @@ for n in $SIZES; do
 done
 if [[ $resimulate -eq 1 ]]; then
   for n in $SIZES; do
-    for s in $SEEDS; do
+    for s in $(seeds_of "$n"); do
       [[ -f "$OUT/n$n/real-$s/results.json" ]] ||
         { echo "sim_validation.sh: --resimulate: no $OUT/n$n/real-$s/results.json (a real run of an earlier sim_validation.sh --out $OUT; choose --sizes and --seeds it ran)" >&2; exit 2; }
     done
@@ -121,7 +123,7 @@ for n in $SIZES; do
   scenario=experiments/validation-n$n.toml
   calibrate_switch "$n"
   switch_us=$(cat "$OUT/n$n/switch-us.txt")
-  for s in $SEEDS; do
+  for s in $(seeds_of "$n"); do
     if [[ $resimulate -eq 0 ]]; then
       echo "=== n$n seed $s: real runs ($(( $(date +%s) - started )) s so far)"
       "$BIN/serene-experiment" -c "$scenario" --seed "$s" --out "$OUT/n$n/real-$s" | tail -n 5
